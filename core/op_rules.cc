@@ -1,0 +1,612 @@
+// Shape and dtype rules of every op in core/ops.def. Each rule checks its operands before
+// anything is recorded and returns an error that names the op, the shapes and the fix.
+#include <algorithm>
+#include <numeric>
+
+#include "absl/hash/hash.h"
+#include "core/error.h"
+#include "core/op_table.h"
+#include "core/view_layout.h"
+
+namespace sloth {
+
+uint64_t Attrs::hash() const {
+  return absl::HashOf(absl::Span<const int64_t>(dims), absl::Span<const int64_t>(dims2), i0, i1,
+                      i2, i3, f0, flag, static_cast<int>(dtype));
+}
+
+namespace {
+// at::native's combine_categories: a lower tier only matters when it is of a higher category.
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (is_floating(*higher)) return higher;
+  if (*higher == DType::kBool || is_floating(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+}  // namespace
+
+DType result_type(absl::Span<const TensorMeta> in) {
+  // Three tiers as in at::native::result_type: dimensioned tensors, zero-dim tensors, wrapped
+  // numbers (a C++ double is float32-like, an integral one int64-like).
+  std::optional<DType> tier[3];
+  for (const auto& m : in) {
+    int t = m.wrapped_number ? 2 : m.shape->empty() ? 1 : 0;
+    DType d = m.dtype;
+    if (t == 2) d = is_floating(d) ? kDefaultFloat : d == DType::kBool ? d : DType::kInt64;
+    tier[t] = tier[t] ? promote_types(*tier[t], d) : d;
+  }
+  return combine(tier[0], combine(tier[1], tier[2])).value_or(kDefaultFloat);
+}
+
+namespace {
+
+using Metas = absl::Span<const TensorMeta>;
+std::string sh(const TensorMeta& m) { return shape_str(*m.shape); }
+int64_t rank(const TensorMeta& m) { return static_cast<int64_t>(m.shape->size()); }
+
+#define ASSIGN_OR_RETURN(lhs, expr)          \
+  auto lhs##_or = (expr);                    \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto lhs = *std::move(lhs##_or)
+
+absl::Status check_arity(OpId op, Metas in) {
+  int a = op_info(op).arity;
+  if (a >= 0 && static_cast<int>(in.size()) != a)
+    return invalid("%s: expects %d tensor operands, got %d", op_name(op), a, in.size());
+  return absl::OkStatus();
+}
+
+absl::Status need_floating(OpId op, const TensorMeta& m, const char* what = "input") {
+  if (!is_floating(m.dtype))
+    return invalid("%s: %s must be a floating-point tensor (float32 or float64), got %s; convert "
+                   "it with .to(kFloat32)",
+                   op_name(op), what, dtype_name(m.dtype));
+  return absl::OkStatus();
+}
+
+absl::Status need_index(OpId op, const TensorMeta& m, const char* what = "index") {
+  if (!is_integral(m.dtype))
+    return invalid("%s: %s must be an int64 or int32 tensor, got %s", op_name(op), what,
+                   dtype_name(m.dtype));
+  return absl::OkStatus();
+}
+
+absl::Status rule_leaf(OpId op, Metas, Attrs&, OutputMeta*) {
+  return invalid("%s: leaves are made by factories, not called as ops", op_name(op));
+}
+
+absl::Status rule_factory(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  for (int64_t d : a.dims)
+    if (d < 0) return invalid("%s: negative size %d in shape %s", op_name(op), d, shape_str(a.dims));
+  if (op == OpId::kRandint && a.i0 >= a.i1)
+    return invalid("randint: low (%d) must be less than high (%d)", a.i0, a.i1);
+  if ((op == OpId::kRand || op == OpId::kRandn) && !is_floating(a.dtype))
+    return invalid("%s: dtype must be floating point, got %s", op_name(op), dtype_name(a.dtype));
+  out->shape.assign(a.dims.begin(), a.dims.end());
+  out->dtype = a.dtype;
+  return absl::OkStatus();
+}
+
+absl::Status unary(OpId op, Metas in, OutputMeta* out, DType dtype) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  out->shape = *in[0].shape;
+  out->dtype = dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_unary_same(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  return unary(op, in, out, in.empty() ? kFloat32 : in[0].dtype);
+}
+absl::Status rule_unary_numeric(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  if (!in.empty() && in[0].dtype == DType::kBool)
+    return invalid("%s: not supported on bool tensors; use logical_not / logical ops, or convert "
+                   "with .to(kInt64)",
+                   op_name(op));
+  return rule_unary_same(op, in, a, out);
+}
+absl::Status rule_unary_float(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  if (in.empty()) return check_arity(op, in);
+  return unary(op, in, out, is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat);
+}
+absl::Status rule_unary_bool(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  return unary(op, in, out, DType::kBool);
+}
+absl::Status rule_cast(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  return unary(op, in, out, a.dtype);
+}
+
+absl::Status broadcast_all(OpId op, Metas in, Shape* out) {
+  Shape s;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (i == 0) { s = *in[0].shape; continue; }
+    ASSIGN_OR_RETURN(b, broadcast_shapes(op_name(op).data(), s, *in[i].shape));
+    s = std::move(b);
+  }
+  *out = std::move(s);
+  return absl::OkStatus();
+}
+
+absl::Status rule_binary_arith(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(broadcast_all(op, in, &out->shape));
+  out->dtype = result_type(in);
+  if (op == OpId::kPow && out->dtype == DType::kBool) out->dtype = DType::kInt64;
+  return absl::OkStatus();
+}
+absl::Status rule_binary_sub(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(rule_binary_arith(op, in, a, out));
+  if (out->dtype == DType::kBool)
+    return invalid("sub: subtracting two bool tensors is not supported; use logical_xor / "
+                   "logical_not, or convert with .to(kInt64)");
+  return absl::OkStatus();
+}
+absl::Status rule_binary_div(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(rule_binary_arith(op, in, a, out));
+  if (!is_floating(out->dtype)) out->dtype = kDefaultFloat;  // true division
+  return absl::OkStatus();
+}
+absl::Status rule_binary_compare(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(rule_binary_arith(op, in, a, out));
+  a.dtype = out->dtype;  // the type both sides are compared in
+  out->dtype = DType::kBool;
+  return absl::OkStatus();
+}
+absl::Status rule_binary_logical(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  return rule_binary_compare(op, in, a, out);
+}
+absl::Status rule_where(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (in[0].dtype != DType::kBool)
+    return invalid("where: condition must be a bool tensor, got %s; compare first (x > 0)",
+                   dtype_name(in[0].dtype));
+  SLOTH_RETURN_IF_ERROR(broadcast_all(op, in, &out->shape));
+  out->dtype = result_type(in.subspan(1));
+  return absl::OkStatus();
+}
+absl::Status rule_clamp(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (in[0].dtype == DType::kBool) return invalid("clamp: not supported on bool tensors");
+  SLOTH_RETURN_IF_ERROR(broadcast_all(op, in, &out->shape));
+  out->dtype = result_type(in);
+  return absl::OkStatus();
+}
+
+// ---- reductions ----------------------------------------------------------------------------
+absl::Status reduce_shape(OpId op, const TensorMeta& m, Attrs& a, OutputMeta* out) {
+  ASSIGN_OR_RETURN(dims, wrap_dims(op_name(op).data(), a.dims, rank(m)));
+  if (dims.empty())  // {} means every dim
+    for (int64_t d = 0; d < rank(m); ++d) dims.push_back(d);
+  a.dims.assign(dims.begin(), dims.end());
+  out->shape.clear();
+  for (int64_t d = 0; d < rank(m); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) out->shape.push_back((*m.shape)[d]);
+    else if (a.flag) out->shape.push_back(1);
+  }
+  return absl::OkStatus();
+}
+absl::Status rule_reduce_sum(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(reduce_shape(op, in[0], a, out));
+  out->dtype = is_floating(in[0].dtype) ? in[0].dtype : DType::kInt64;
+  return absl::OkStatus();
+}
+absl::Status rule_reduce_same(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(reduce_shape(op, in[0], a, out));
+  for (int64_t d : a.dims)
+    if ((*in[0].shape)[d] == 0)
+      return invalid("%s: cannot reduce over dim %d of size 0 in %s (no identity); use sum for "
+                     "empty tensors",
+                     op_name(op), d, sh(in[0]));
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_reduce_arg(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i0, rank(in[0])));
+  a.i0 = d;
+  a.dims.clear();
+  if (rank(in[0]) > 0) a.dims.push_back(d);
+  SLOTH_RETURN_IF_ERROR(rule_reduce_same(op, in, a, out));
+  out->dtype = DType::kInt64;
+  return absl::OkStatus();
+}
+absl::Status rule_reduce_float(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (op != OpId::kLogsumexp) SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
+  SLOTH_RETURN_IF_ERROR(reduce_shape(op, in[0], a, out));
+  out->dtype = is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat;
+  return absl::OkStatus();
+}
+
+// ---- matmul ----------------------------------------------------------------------------------
+absl::Status rule_matmul(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  const Shape &a = *in[0].shape, &b = *in[1].shape;
+  if (a.empty() || b.empty())
+    return invalid("matmul: both operands need at least 1 dimension, got %s and %s; use mul for "
+                   "scalars",
+                   sh(in[0]), sh(in[1]));
+  if (in[0].dtype != in[1].dtype)
+    return invalid("matmul: operands must have the same dtype, got %s and %s; convert one with .to()",
+                   dtype_name(in[0].dtype), dtype_name(in[1].dtype));
+  if (in[0].dtype == DType::kBool) return invalid("matmul: bool tensors are not supported");
+  int64_t k1 = a.back(), k2 = b.size() == 1 ? b[0] : b[b.size() - 2];
+  if (k1 != k2)
+    return invalid("matmul: shapes %s and %s cannot be multiplied (%d != %d)", sh(in[0]), sh(in[1]),
+                   k1, k2);
+  Shape ba(a.begin(), a.end() - std::min<size_t>(a.size(), 2));
+  Shape bb(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+  ASSIGN_OR_RETURN(batch, broadcast_shapes("matmul (batch dims)", ba, bb));
+  out->shape = batch;
+  if (a.size() >= 2) out->shape.push_back(a[a.size() - 2]);
+  if (b.size() >= 2) out->shape.push_back(b.back());
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_mm(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (rank(in[0]) != 2 || rank(in[1]) != 2)
+    return invalid("mm: expects two 2-D tensors, got %s and %s; use matmul for other ranks",
+                   sh(in[0]), sh(in[1]));
+  return rule_matmul(OpId::kMatmul, in, a, out);
+}
+absl::Status rule_bmm(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (rank(in[0]) != 3 || rank(in[1]) != 3 || (*in[0].shape)[0] != (*in[1].shape)[0])
+    return invalid("bmm: expects two 3-D tensors with the same batch size, got %s and %s",
+                   sh(in[0]), sh(in[1]));
+  return rule_matmul(OpId::kMatmul, in, a, out);
+}
+absl::Status rule_linear(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  if (in.size() < 2 || in.size() > 3) return invalid("linear: expects (x, w) or (x, w, b)");
+  const Shape &x = *in[0].shape, &w = *in[1].shape;
+  if (w.size() != 2 || x.empty() || x.back() != w[1])
+    return invalid("linear: input %s and weight %s do not match; weight must be [out_features, "
+                   "%d]",
+                   sh(in[0]), sh(in[1]), x.empty() ? 0 : x.back());
+  if (in.size() == 3 && (*in[2].shape != Shape{w[0]}))
+    return invalid("linear: bias %s must have shape [%d]", sh(in[2]), w[0]);
+  if (in[0].dtype != in[1].dtype || !is_floating(in[0].dtype))
+    return invalid("linear: input and weight must be the same floating dtype, got %s and %s",
+                   dtype_name(in[0].dtype), dtype_name(in[1].dtype));
+  out->shape = x;
+  out->shape.back() = w[0];
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+
+// ---- views -------------------------------------------------------------------------------------
+absl::Status from_view(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  ASSIGN_OR_RETURN(s, view_shape(op, *in[0].shape, a));
+  out->shape = std::move(s);
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_reshape(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_permute(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_expand(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_slice(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_select(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_diagonal(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_as_strided(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_flatten(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_transpose(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_t(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_narrow(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_squeeze(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_unsqueeze(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
+absl::Status rule_split(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i1, rank(in[0])));
+  if (rank(in[0]) == 0) return invalid("%s: cannot split a 0-dim tensor", op_name(op));
+  a.i1 = d;
+  if (a.i0 <= 0)
+    return invalid("%s: %s must be positive, got %d", op_name(op),
+                   op == OpId::kSplit ? "split size" : "number of chunks", a.i0);
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_chunk(OpId op, Metas in, Attrs& a, OutputMeta* out) { return rule_split(op, in, a, out); }
+
+absl::Status scatter_rule(OpId op, OpId view, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  ASSIGN_OR_RETURN(s, view_shape(view, *in[0].shape, a));
+  if (s != *in[1].shape)
+    return invalid("%s: src has shape %s but the %s window of base %s has shape %s", op_name(op),
+                   sh(in[1]), op_name(view), sh(in[0]), shape_str(s));
+  if (in[0].dtype != in[1].dtype)
+    return invalid("%s: src dtype %s differs from base dtype %s", op_name(op),
+                   dtype_name(in[1].dtype), dtype_name(in[0].dtype));
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_slice_scatter(OpId op, Metas in, Attrs& a, OutputMeta* out) { return scatter_rule(op, OpId::kSlice, in, a, out); }
+absl::Status rule_select_scatter(OpId op, Metas in, Attrs& a, OutputMeta* out) { return scatter_rule(op, OpId::kSelect, in, a, out); }
+absl::Status rule_diagonal_scatter(OpId op, Metas in, Attrs& a, OutputMeta* out) { return scatter_rule(op, OpId::kDiagonal, in, a, out); }
+absl::Status rule_as_strided_scatter(OpId op, Metas in, Attrs& a, OutputMeta* out) { return scatter_rule(op, OpId::kAsStrided, in, a, out); }
+
+// ---- indexing ----------------------------------------------------------------------------------
+absl::Status rule_index_select(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
+  if (rank(in[1]) > 1) return invalid("index_select: index must be 0-D or 1-D, got %s", sh(in[1]));
+  ASSIGN_OR_RETURN(d, wrap_dim("index_select", a.i0, rank(in[0])));
+  a.i0 = d;
+  out->shape = *in[0].shape;
+  if (!out->shape.empty()) out->shape[d] = numel(*in[1].shape);
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_gather(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
+  ASSIGN_OR_RETURN(d, wrap_dim("gather", a.i0, rank(in[0])));
+  a.i0 = d;
+  if (rank(in[1]) != rank(in[0]))
+    return invalid("gather: index %s must have the same rank as input %s", sh(in[1]), sh(in[0]));
+  for (int64_t i = 0; i < rank(in[0]); ++i)
+    if (i != d && (*in[1].shape)[i] > (*in[0].shape)[i])
+      return invalid("gather: index %s is larger than input %s at dim %d", sh(in[1]), sh(in[0]), i);
+  out->shape = *in[1].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_scatter_add(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
+  ASSIGN_OR_RETURN(d, wrap_dim("scatter_add", a.i0, rank(in[0])));
+  a.i0 = d;
+  if (*in[1].shape != *in[2].shape || rank(in[1]) != rank(in[0]))
+    return invalid("scatter_add: index %s and src %s must have the same shape and the rank of "
+                   "base %s",
+                   sh(in[1]), sh(in[2]), sh(in[0]));
+  if (in[0].dtype != in[2].dtype) return invalid("scatter_add: src dtype must match base dtype");
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_index_add(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
+  if (rank(in[1]) > 1) return invalid("index_add: index must be 1-D, got %s", sh(in[1]));
+  ASSIGN_OR_RETURN(d, wrap_dim("index_add", a.i0, rank(in[0])));
+  a.i0 = d;
+  Shape want = *in[0].shape;
+  if (!want.empty()) want[d] = numel(*in[1].shape);
+  if (*in[2].shape != want || in[0].dtype != in[2].dtype)
+    return invalid("index_add: src %s must have shape %s and dtype %s", sh(in[2]), shape_str(want),
+                   dtype_name(in[0].dtype));
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_index_put(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
+  if (rank(in[1]) != 1 || rank(in[0]) == 0)
+    return invalid("%s: index must be a 1-D int64 tensor into dim 0 of a tensor with at least 1 "
+                   "dim, got index %s for %s",
+                   op_name(op), sh(in[1]), sh(in[0]));
+  Shape target = *in[0].shape;
+  target[0] = (*in[1].shape)[0];
+  auto b = broadcast_shapes(op_name(op).data(), *in[2].shape, target);
+  if (!b.ok() || *b != target)
+    return invalid("%s: values %s cannot be broadcast to the indexed shape %s", op_name(op),
+                   sh(in[2]), shape_str(target));
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_one_hot(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (in[0].dtype != DType::kInt64) return invalid("one_hot: indices must be int64, got %s", dtype_name(in[0].dtype));
+  if (a.i0 <= 0) return invalid("one_hot: num_classes must be positive, got %d", a.i0);
+  out->shape = *in[0].shape;
+  out->shape.push_back(a.i0);
+  out->dtype = DType::kInt64;
+  return absl::OkStatus();
+}
+absl::Status rule_cat(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  if (in.empty()) return invalid("%s: expects a non-empty list of tensors", op_name(op));
+  const Shape& s0 = *in[0].shape;
+  if (s0.empty()) return invalid("cat: zero-dimensional tensor (at position 0) cannot be concatenated; use stack");
+  ASSIGN_OR_RETURN(d, wrap_dim("cat", a.i0, static_cast<int64_t>(s0.size())));
+  a.i0 = d;
+  out->shape = s0;
+  out->shape[d] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = *in[i].shape;
+    bool ok = s.size() == s0.size();
+    for (size_t j = 0; ok && j < s.size(); ++j) ok = static_cast<int64_t>(j) == d || s[j] == s0[j];
+    if (!ok)
+      return invalid("cat: tensor %d has shape %s, incompatible with %s (all dims but dim %d must "
+                     "match)",
+                     static_cast<int64_t>(i), shape_str(s), shape_str(s0), d);
+    out->shape[d] += s[d];
+  }
+  out->dtype = result_type(in);
+  return absl::OkStatus();
+}
+absl::Status rule_stack(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  if (in.empty()) return invalid("stack: expects a non-empty list of tensors");
+  for (size_t i = 1; i < in.size(); ++i)
+    if (*in[i].shape != *in[0].shape)
+      return invalid("stack: all tensors must have the same shape; tensor 0 is %s, tensor %d is %s",
+                     sh(in[0]), static_cast<int64_t>(i), sh(in[i]));
+  ASSIGN_OR_RETURN(d, wrap_dim("stack", a.i0, rank(in[0]) + 1));
+  a.i0 = d;
+  out->shape = *in[0].shape;
+  out->shape.insert(out->shape.begin() + d, static_cast<int64_t>(in.size()));
+  out->dtype = result_type(in);
+  return absl::OkStatus();
+}
+absl::Status rule_clone(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  return unary(op, in, out, in.empty() ? kFloat32 : in[0].dtype);
+}
+
+// ---- composites --------------------------------------------------------------------------------
+absl::Status rule_softmax(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i0, rank(in[0])));
+  a.i0 = d;
+  return unary(op, in, out, is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat);
+}
+absl::Status rule_nll(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0], "input"));
+  if (in[1].dtype != DType::kInt64)
+    return invalid("%s: target must be an int64 tensor of class indices, got %s", op_name(op),
+                   dtype_name(in[1].dtype));
+  const Shape &x = *in[0].shape, &t = *in[1].shape;
+  bool ok = (x.size() == 2 && t.size() == 1 && t[0] == x[0]) || (x.size() == 1 && t.empty());
+  if (!ok)
+    return invalid("%s: input %s and target %s do not match; expected input [N, C] with target "
+                   "[N], or input [C] with a 0-dim target",
+                   op_name(op), sh(in[0]), sh(in[1]));
+  out->shape = {};
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_pair_loss(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0], "input"));
+  if (*in[0].shape != *in[1].shape)
+    return invalid("%s: input %s and target %s must have the same shape", op_name(op), sh(in[0]),
+                   sh(in[1]));
+  out->shape = {};
+  out->dtype = promote_types(in[0].dtype, is_floating(in[1].dtype) ? in[1].dtype : in[0].dtype);
+  return absl::OkStatus();
+}
+absl::Status rule_dropout(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (!(a.f0 >= 0 && a.f0 <= 1))
+    return invalid("dropout: probability has to be between 0 and 1, but got %g", a.f0);
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
+  return unary(op, in, out, in[0].dtype);
+}
+absl::Status rule_layer_norm(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  if (in.empty() || in.size() > 3) return invalid("layer_norm: expects (x[, w[, b]])");
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
+  const Shape& x = *in[0].shape;
+  size_t k = a.dims.size();
+  bool ok = k >= 1 && k <= x.size() && std::equal(a.dims.begin(), a.dims.end(), x.end() - k);
+  if (!ok)
+    return invalid("layer_norm: normalized_shape %s must match the trailing dims of input %s",
+                   shape_str(a.dims), sh(in[0]));
+  for (size_t i = 1; i < in.size(); ++i)
+    if (!std::equal(a.dims.begin(), a.dims.end(), in[i].shape->begin(), in[i].shape->end()))
+      return invalid("layer_norm: %s %s must have shape %s", i == 1 ? "weight" : "bias", sh(in[i]),
+                     shape_str(a.dims));
+  return unary(op, in, out, in[0].dtype);
+}
+absl::Status rule_embedding(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (rank(in[0]) != 2) return invalid("embedding: weight must be 2-D [num_embeddings, dim], got %s", sh(in[0]));
+  SLOTH_RETURN_IF_ERROR(need_index(op, in[1], "indices"));
+  out->shape = *in[1].shape;
+  out->shape.push_back((*in[0].shape)[1]);
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status mask_check(OpId op, const TensorMeta& x, const TensorMeta& mask) {
+  if (mask.dtype != DType::kBool)
+    return invalid("%s: mask must be a bool tensor, got %s", op_name(op), dtype_name(mask.dtype));
+  auto b = broadcast_shapes(op_name(op).data(), *x.shape, *mask.shape);
+  if (!b.ok() || *b != *x.shape)
+    return invalid("%s: mask %s cannot be broadcast to the input shape %s", op_name(op), sh(mask),
+                   sh(x));
+  return absl::OkStatus();
+}
+absl::Status rule_masked_fill(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(mask_check(op, in[0], in[1]));
+  return unary(op, in, out, in[0].dtype);
+}
+
+// ---- in-place ------------------------------------------------------------------------------------
+absl::Status self_result(OpId op, Metas in, OutputMeta* out) {
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status fits_self(OpId op, const TensorMeta& self, Metas operands, DType result) {
+  for (const auto& m : operands) {
+    auto b = broadcast_shapes(op_name(op).data(), *self.shape, *m.shape);
+    if (!b.ok()) return b.status();
+    if (*b != *self.shape)
+      return invalid("%s: output with shape %s doesn't match the broadcast shape %s; the operand "
+                     "%s must broadcast to the shape of the tensor written in place",
+                     op_name(op), sh(self), shape_str(*b), sh(m));
+  }
+  if (dtype_category(result) > dtype_category(self.dtype))
+    return invalid("%s: result type %s can't be cast to the desired output type %s; use the "
+                   "out-of-place op, or convert the tensor first",
+                   op_name(op), dtype_name(result), dtype_name(self.dtype));
+  return absl::OkStatus();
+}
+absl::Status rule_copy_(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  auto b = broadcast_shapes("copy_", *in[0].shape, *in[1].shape);
+  if (!b.ok() || *b != *in[0].shape)
+    return invalid("copy_: src %s cannot be broadcast to self %s", sh(in[1]), sh(in[0]));
+  return self_result(op, in, out);
+}
+absl::Status rule_fill_(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (rank(in[1]) != 0)
+    return invalid("fill_: only supports a 0-dim value tensor, got %s", sh(in[1]));
+  return self_result(op, in, out);
+}
+absl::Status rule_inplace_unary(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  if (op == OpId::kRelu_ && in[0].dtype == DType::kBool) return invalid("relu_: not supported on bool tensors");
+  return self_result(op, in, out);
+}
+absl::Status rule_inplace_binary(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  OpId fn = op == OpId::kAdd_ ? OpId::kAdd : op == OpId::kSub_ ? OpId::kSub
+          : op == OpId::kMul_ ? OpId::kMul : OpId::kDiv;
+  OutputMeta r;
+  SLOTH_RETURN_IF_ERROR(infer(fn, in, a, &r));
+  SLOTH_RETURN_IF_ERROR(fits_self(op, in[0], in.subspan(1), r.dtype));
+  return self_result(op, in, out);
+}
+absl::Status rule_inplace_clamp(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  OutputMeta r;
+  SLOTH_RETURN_IF_ERROR(infer(OpId::kClamp, in, a, &r));
+  SLOTH_RETURN_IF_ERROR(fits_self(op, in[0], in.subspan(1), r.dtype));
+  return self_result(op, in, out);
+}
+absl::Status rule_inplace_masked_fill(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  SLOTH_RETURN_IF_ERROR(mask_check(op, in[0], in[1]));
+  return self_result(op, in, out);
+}
+absl::Status rule_inplace_index_put(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  return rule_index_put(op, in, a, out);
+}
+
+constexpr OpInfo kOps[] = {
+#define OP(Id, name, cat, arity, alias, rule, grad) \
+  {OpId::k##Id, name, OpCategory::cat, arity, AliasKind::alias, &rule, GradKind::grad},
+#include "core/ops.def"
+#undef OP
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps);
+
+}  // namespace
+
+const OpInfo& op_info(OpId id) { return kOps[static_cast<int>(id)]; }
+
+absl::Status infer(OpId id, absl::Span<const TensorMeta> in, Attrs& attrs, OutputMeta* out) {
+  return op_info(id).rule(id, in, attrs, out);
+}
+
+}  // namespace sloth

@@ -1,0 +1,75 @@
+// The op table, generated from core/ops.def: ids, names, categories, alias kinds, shape and
+// dtype rules. Other layers keep per-op registries indexed by OpId (kernels, reference
+// kernels, derivatives, decompositions, samples), and a test checks they are complete.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "core/attrs.h"
+#include "core/dtype.h"
+#include "core/shape.h"
+
+namespace sloth {
+
+enum class OpId : uint16_t {
+#define OP(Id, name, cat, arity, alias, rule, grad) k##Id,
+#include "core/ops.def"
+#undef OP
+};
+inline constexpr int kNumOps = 0
+#define OP(Id, name, cat, arity, alias, rule, grad) +1
+#include "core/ops.def"
+#undef OP
+    ;
+
+enum class OpCategory : uint8_t {
+  Leaf, Factory, Unary, Binary, Ternary, Reduce, Matmul, View, Scatter, Index, Shape,
+  Composite, Inplace
+};
+enum class AliasKind : uint8_t { Fresh, ViewOf, InplaceOf };
+enum class GradKind : uint8_t { Formula, Decomposed, None };
+
+// What a rule sees of an operand.
+struct TensorMeta {
+  const Shape* shape;
+  DType dtype;
+  bool wrapped_number = false;  // a C++ double turned into a 0-dim operand (x * 2.0)
+};
+// What a rule decides about the result.
+struct OutputMeta {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+// Checks the operands and attrs (normalizing them: negative dims wrapped, -1 sizes resolved)
+// and infers the result. Errors name the op, the shapes/dtypes and what would be valid.
+using ShapeRule = absl::Status (*)(OpId, absl::Span<const TensorMeta>, Attrs&, OutputMeta*);
+
+struct OpInfo {
+  OpId id;
+  std::string_view name;
+  OpCategory category;
+  int arity;  // -1: variadic
+  AliasKind alias;
+  ShapeRule rule;
+  GradKind grad;
+};
+
+const OpInfo& op_info(OpId id);
+inline std::string_view op_name(OpId id) { return op_info(id).name; }
+inline bool is_elementwise(OpId id) {
+  auto c = op_info(id).category;
+  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary;
+}
+// Runs the op's rule; the error message is ready to show to a user.
+absl::Status infer(OpId id, absl::Span<const TensorMeta> in, Attrs& attrs, OutputMeta* out);
+
+// PyTorch's result_type over operands: dimensioned tensors, then 0-dim tensors, then wrapped
+// numbers, each only lifting the category of the previous tier.
+DType result_type(absl::Span<const TensorMeta> in);
+
+}  // namespace sloth

@@ -1,0 +1,61 @@
+// Intrusive reference counting: one pointer-sized handle, no control block, so copying a
+// Tensor or an IR edge costs one increment.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace sloth {
+
+class RefCounted {
+ public:
+  RefCounted() = default;
+  RefCounted(const RefCounted&) = delete;
+  RefCounted& operator=(const RefCounted&) = delete;
+  int64_t use_count() const { return refs_.load(std::memory_order_relaxed); }
+
+ protected:
+  virtual ~RefCounted() = default;
+  // Called when the last reference goes; pools override it to recycle the object.
+  virtual void release() { delete this; }
+
+ private:
+  template <typename T> friend class Ref;
+  void inc() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void dec() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) const_cast<RefCounted*>(this)->release();
+  }
+  mutable std::atomic<int64_t> refs_{0};
+};
+
+template <typename T>
+class Ref {
+ public:
+  Ref() = default;
+  Ref(std::nullptr_t) {}
+  explicit Ref(T* p) : p_(p) { if (p_) p_->inc(); }
+  Ref(const Ref& o) : p_(o.p_) { if (p_) p_->inc(); }
+  Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  template <typename U> Ref(const Ref<U>& o) : p_(o.get()) { if (p_) p_->inc(); }
+  ~Ref() { if (p_) p_->dec(); }
+  Ref& operator=(Ref o) noexcept { std::swap(p_, o.p_); return *this; }
+  T* get() const { return p_; }
+  T* operator->() const { return p_; }
+  T& operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  void reset() { Ref().swap(*this); }
+  void swap(Ref& o) noexcept { std::swap(p_, o.p_); }
+  friend bool operator==(const Ref& a, const Ref& b) { return a.p_ == b.p_; }
+  friend bool operator==(const Ref& a, std::nullptr_t) { return a.p_ == nullptr; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+template <typename T, typename... Args>
+Ref<T> make_ref(Args&&... args) {
+  return Ref<T>(new T(std::forward<Args>(args)...));
+}
+
+}  // namespace sloth

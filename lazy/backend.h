@@ -1,0 +1,48 @@
+// The one interface between the scheduler and a device. A backend compiles a Plan into an
+// Executable once (the scheduler caches it by the plan's key) and runs it with bound data.
+// Backends register themselves; the scheduler never names a concrete backend.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "core/device.h"
+#include "core/storage.h"
+#include "lazy/device_data.h"
+#include "lazy/plan.h"
+
+namespace sloth::lazy {
+
+struct RunStats {
+  int64_t kernels_launched = 0;
+  int64_t bytes_allocated = 0;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // inputs: one per kInput slot; scalars: one per kScalar slot; outputs: one per
+  // Plan::outputs entry. Errors (an index out of range found in the data) name the op.
+  virtual absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
+                           std::vector<DeviceData>* outputs, RunStats* stats) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual Allocator* allocator() = 0;
+  virtual std::unique_ptr<Executable> compile(const Plan& plan) = 0;
+  // Host <-> device copies of contiguous bytes.
+  virtual void copy_to_host(const void* src, void* dst, size_t bytes) = 0;
+  virtual void copy_from_host(const void* src, void* dst, size_t bytes) = 0;
+};
+
+// Registration: backends call register_backend at static-init time (see backends/*).
+void register_backend(DeviceType type, Backend* backend);
+Backend* backend_for(Device device);  // nullptr if none is registered/available
+bool has_backend(DeviceType type);
+
+}  // namespace sloth::lazy

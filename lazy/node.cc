@@ -1,0 +1,86 @@
+#include "lazy/node.h"
+
+#include <vector>
+
+#include "absl/hash/hash.h"
+
+namespace sloth::lazy {
+namespace {
+
+thread_local int64_t pending_count = 0;
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // splitmix-style combine: cheap, order-dependent, good avalanche.
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t leaf_hash(OpId op, const Shape& shape, DType dtype) {
+  uint64_t h = mix(static_cast<uint64_t>(op) * 0x100000001b3ull, static_cast<uint64_t>(dtype));
+  for (int64_t d : shape) h = mix(h, static_cast<uint64_t>(d));
+  return mix(h, shape.size());
+}
+
+}  // namespace
+
+int64_t pending_nodes_since_sync() { return pending_count; }
+void reset_pending_nodes() { pending_count = 0; }
+
+void Node::materialize(DeviceData d) {
+  data = std::move(d);
+  inputs.clear();
+}
+
+NodePtr Node::make(OpId op, Shape shape, DType dtype, Attrs attrs,
+                   absl::Span<const NodePtr> inputs) {
+  NodePtr n(new Node());
+  n->op = op;
+  n->dtype = dtype;
+  uint64_t h = leaf_hash(op, shape, dtype);
+  h = mix(h, attrs.hash());
+  for (const auto& in : inputs) h = mix(h, in->hash);
+  n->hash = h;
+  n->shape = std::move(shape);
+  n->attrs = std::move(attrs);
+  n->inputs.assign(inputs.begin(), inputs.end());
+  ++pending_count;
+  return n;
+}
+
+NodePtr Node::data_leaf(DeviceData d) {
+  NodePtr n(new Node());
+  n->op = OpId::kData;
+  n->dtype = d.dtype;
+  n->shape = d.layout.shape;
+  n->hash = leaf_hash(OpId::kData, n->shape, n->dtype);
+  n->data = std::move(d);
+  return n;
+}
+
+NodePtr Node::scalar_leaf(double value, DType dtype) {
+  NodePtr n(new Node());
+  n->op = OpId::kScalar;
+  n->dtype = dtype;
+  n->scalar = value;
+  n->hash = leaf_hash(OpId::kScalar, n->shape, dtype);
+  return n;
+}
+
+void Node::release() {
+  // Deleting a node drops its operands, which may delete them in turn. Do it with a work
+  // list instead of recursion.
+  thread_local std::vector<Node*>* pending = nullptr;
+  thread_local bool draining = false;
+  if (pending == nullptr) pending = new std::vector<Node*>();
+  pending->push_back(this);
+  if (draining) return;
+  draining = true;
+  while (!pending->empty()) {
+    Node* n = pending->back();
+    pending->pop_back();
+    delete n;  // its inputs' destructors may push more nodes (release() re-enters above)
+  }
+  draining = false;
+}
+
+}  // namespace sloth::lazy

@@ -1,0 +1,55 @@
+// The lazy IR. A Node is one op applied to operand nodes; it is immutable once made (pure IR:
+// nothing aliases or mutates a node's result). Its structural hash is computed once, at
+// creation, from the op, attrs, shape, dtype and operand hashes; data enters only through
+// leaves whose hash is their shape and dtype, never their values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/container/inlined_vector.h"
+#include "core/attrs.h"
+#include "core/op_table.h"
+#include "core/ref.h"
+#include "lazy/device_data.h"
+
+namespace sloth::lazy {
+
+class Node;
+using NodePtr = Ref<Node>;
+
+class Node final : public RefCounted {
+ public:
+  OpId op = OpId::kData;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  Attrs attrs;
+  absl::InlinedVector<NodePtr, 3> inputs;
+  uint64_t hash = 0;
+  double scalar = 0;                // kScalar: the value, which is data (not hashed)
+  std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
+
+  // Scratch used while building a graph (see graph.cc); meaningless outside.
+  uint64_t mark = 0;
+  int32_t slot = -1;
+
+  bool materialized() const { return data.has_value(); }
+  // Keeps `d` as this node's value and drops the operands: whatever consumes this node from
+  // now on reads the data, and the IR above it can be freed.
+  void materialize(DeviceData d);
+
+  // Makers. `make` takes already-checked shape/dtype (the op table's rule ran in the face).
+  static NodePtr make(OpId op, Shape shape, DType dtype, Attrs attrs,
+                      absl::Span<const NodePtr> inputs);
+  static NodePtr data_leaf(DeviceData d);
+  static NodePtr scalar_leaf(double value, DType dtype);
+
+ protected:
+  void release() override;  // iterative: a chain of a million nodes must not recurse
+};
+
+// Nodes made since the last sync (the bounded-graph policy reads it).
+int64_t pending_nodes_since_sync();
+void reset_pending_nodes();
+
+}  // namespace sloth::lazy

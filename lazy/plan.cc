@@ -1,0 +1,27 @@
+#include "lazy/plan.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace sloth::lazy {
+
+std::string Plan::describe() const {
+  std::string s = absl::StrFormat("plan %016x: %d inputs, %d scalars, %d instrs, %d kernels\n", key,
+                                  num_inputs, num_scalars, instrs.size(), kernels.size());
+  static const char* kinds[] = {"elementwise", "reduce", "matmul", "view", "other"};
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    absl::StrAppendFormat(&s, "  kernel %d (%s):", k, kinds[static_cast<int>(kernels[k].kind)]);
+    for (int32_t i : kernels[k].instrs) {
+      const Instr& in = instrs[i];
+      absl::StrAppendFormat(&s, " %%%d=%s(%s)", in.out, op_name(in.op),
+                            absl::StrJoin(in.in, ",", [](std::string* o, int32_t v) {
+                              absl::StrAppend(o, "%", v);
+                            }));
+    }
+    absl::StrAppend(&s, "\n");
+  }
+  return s;
+}
+
+}  // namespace sloth::lazy

@@ -1,0 +1,67 @@
+// A Plan is a graph lowered to a backend-neutral program: instructions over numbered slots.
+// The scheduler builds it once per graph structure and caches the backend's compiled form by
+// the graph's structural hash; later graphs of the same structure only bind new data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "core/attrs.h"
+#include "core/op_table.h"
+#include "core/shape.h"
+
+namespace sloth::lazy {
+
+// Where a slot's value comes from.
+enum class SlotKind : uint8_t {
+  kInput,   // data bound at run time (graph inputs: materialized nodes)
+  kScalar,  // a scalar bound at run time (Scalar leaves: step-dependent numbers are data)
+  kValue,   // computed by an instruction of the plan
+};
+
+struct Slot {
+  SlotKind kind = SlotKind::kValue;
+  int32_t index = 0;  // kInput/kScalar: position in the bound arrays
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  Strides input_strides;  // kInput: the layout the plan was built for (strided reads)
+};
+
+struct Instr {
+  OpId op;
+  DType dtype;
+  Shape shape;
+  Attrs attrs;
+  absl::InlinedVector<int32_t, 3> in;  // slot ids
+  int32_t out;                         // slot id
+};
+
+// A fused kernel: a run of instructions the backend executes as one loop nest.
+enum class KernelKind : uint8_t {
+  kElementwise,  // elementwise instrs over one loop shape (broadcasts folded into indexing)
+  kReduce,       // elementwise prologue, one reduction, elementwise epilogue of its shape
+  kMatmul,       // GEMM, optionally with an elementwise epilogue
+  kView,         // zero-copy layout change when possible
+  kOther,        // one instruction with its own kernel (index, scatter, cat, factories)
+};
+
+struct Kernel {
+  KernelKind kind = KernelKind::kOther;
+  std::vector<int32_t> instrs;   // indices into Plan::instrs, in order
+  std::vector<int32_t> outputs;  // slots written to memory (needed outside the kernel)
+};
+
+struct Plan {
+  std::vector<Slot> slots;
+  std::vector<Instr> instrs;
+  std::vector<Kernel> kernels;
+  std::vector<int32_t> outputs;         // slot of each graph output, in order
+  std::vector<std::vector<int32_t>> free_after;  // per kernel: slots whose last use it is
+  int32_t num_inputs = 0, num_scalars = 0;
+  uint64_t key = 0;                     // the graph's structural hash
+  std::string describe() const;         // for SLOTH_LOG and dump_ir(kText)
+};
+
+}  // namespace sloth::lazy
