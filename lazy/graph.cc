@@ -1,0 +1,81 @@
+#include "lazy/graph.h"
+
+#include <atomic>
+
+namespace sloth::lazy {
+namespace {
+
+std::atomic<uint64_t> epoch{1};
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+Graph build_graph(absl::Span<const NodePtr> roots) {
+  Graph g;
+  const uint64_t mark = epoch.fetch_add(1, std::memory_order_relaxed) << 1;
+  // mark: visited; mark|1: done. Slots: inputs/scalars/values numbered in discovery order.
+  int32_t next_value = 0;
+  uint64_t key = 0xcbf29ce484222325ull;
+  std::vector<std::pair<Node*, size_t>> stack;
+  for (const auto& r : roots) {
+    Node* root = r.get();
+    if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 1)) continue;
+    stack.push_back({root, 0});
+    root->mark = mark;
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->inputs.size()) {
+        Node* in = n->inputs[i++].get();
+        if (in->mark == mark || in->mark == (mark | 1)) continue;
+        if (in->materialized()) {
+          in->mark = mark | 1;
+          in->slot = static_cast<int32_t>(g.inputs.size());
+          g.inputs.push_back(in);
+          key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
+          for (int64_t d : in->data->layout.shape) key = mix(key, d);
+          for (int64_t s : in->data->layout.strides) key = mix(key, s ^ 0x55);
+        } else if (in->op == OpId::kScalar) {
+          in->mark = mark | 1;
+          in->slot = static_cast<int32_t>(g.scalars.size());
+          g.scalars.push_back(in);
+          key = mix(key, 0x2000 + static_cast<uint64_t>(in->dtype));
+        } else {
+          in->mark = mark;
+          stack.push_back({in, 0});
+        }
+        continue;
+      }
+      // All operands are done: emit n. Its key entry names its operands by slot and kind.
+      n->mark = mark | 1;
+      n->slot = next_value++;
+      g.order.push_back(n);
+      uint64_t h = mix(n->hash & 0, static_cast<uint64_t>(n->op));
+      h = mix(h, static_cast<uint64_t>(n->dtype));
+      for (int64_t d : n->shape) h = mix(h, d);
+      h = mix(h, n->attrs.hash());
+      for (const auto& in : n->inputs) {
+        uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
+        h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
+      }
+      key = mix(key, h);
+      stack.pop_back();
+    }
+  }
+  for (const auto& r : roots) {
+    Node* root = r.get();
+    if (root->materialized() || root->op == OpId::kScalar) continue;
+    bool dup = false;
+    for (Node* x : g.roots) dup |= x == root;
+    if (dup) continue;
+    g.roots.push_back(root);
+    key = mix(key, 0x3000 + static_cast<uint64_t>(root->slot));
+  }
+  g.key = key;
+  return g;
+}
+
+}  // namespace sloth::lazy

@@ -1,0 +1,24 @@
+// Graph building: the pending IR that a set of roots needs, in execution order, with its
+// structural key. Built in one iterative pass (chains can be long), so a warm flush costs
+// one walk over the nodes plus a cache lookup.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "lazy/node.h"
+
+namespace sloth::lazy {
+
+struct Graph {
+  std::vector<Node*> order;    // pending nodes, operands before users
+  std::vector<Node*> inputs;   // materialized nodes read by the graph (bound as data)
+  std::vector<Node*> scalars;  // Scalar leaves (bound as data)
+  std::vector<Node*> roots;    // outputs, deduplicated, pending only
+  uint64_t key = 0;            // ops, attrs, shapes, dtypes, input layouts, wiring, outputs
+};
+
+Graph build_graph(absl::Span<const NodePtr> roots);
+
+}  // namespace sloth::lazy

@@ -1,0 +1,82 @@
+#include "lazy/lowering.h"
+
+namespace sloth::lazy {
+namespace {
+
+KernelKind kind_of(OpId op) {
+  switch (op_info(op).category) {
+    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
+      return KernelKind::kElementwise;
+    case OpCategory::Reduce: return KernelKind::kReduce;
+    case OpCategory::Matmul: return KernelKind::kMatmul;
+    case OpCategory::View: return KernelKind::kView;
+    default: return KernelKind::kOther;
+  }
+}
+
+}  // namespace
+
+Plan lower(const Graph& g) {
+  Plan p;
+  p.key = g.key;
+  p.num_inputs = static_cast<int32_t>(g.inputs.size());
+  p.num_scalars = static_cast<int32_t>(g.scalars.size());
+  // Slot numbering: inputs, then scalars, then values in execution order.
+  const int32_t scalar_base = p.num_inputs, value_base = p.num_inputs + p.num_scalars;
+  p.slots.resize(value_base + g.order.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    Slot& s = p.slots[i];
+    s.kind = SlotKind::kInput;
+    s.index = static_cast<int32_t>(i);
+    s.dtype = g.inputs[i]->dtype;
+    s.shape = g.inputs[i]->data->layout.shape;
+    s.input_strides = g.inputs[i]->data->layout.strides;
+  }
+  for (size_t i = 0; i < g.scalars.size(); ++i) {
+    Slot& s = p.slots[scalar_base + i];
+    s.kind = SlotKind::kScalar;
+    s.index = static_cast<int32_t>(i);
+    s.dtype = g.scalars[i]->dtype;
+  }
+  auto slot_of = [&](const Node* n) -> int32_t {
+    if (n->materialized()) return n->slot;
+    if (n->op == OpId::kScalar) return scalar_base + n->slot;
+    return value_base + n->slot;
+  };
+  p.instrs.reserve(g.order.size());
+  for (const Node* n : g.order) {
+    Instr in{n->op, n->dtype, n->shape, n->attrs, {}, value_base + n->slot};
+    for (const auto& x : n->inputs) in.in.push_back(slot_of(x.get()));
+    Slot& s = p.slots[in.out];
+    s.kind = SlotKind::kValue;
+    s.dtype = n->dtype;
+    s.shape = n->shape;
+    p.instrs.push_back(std::move(in));
+  }
+  for (const Node* r : g.roots) p.outputs.push_back(slot_of(r));
+  return p;
+}
+
+void plan_kernels(Plan& p, bool fuse) {
+  (void)fuse;
+  p.kernels.clear();
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    Kernel k;
+    k.kind = kind_of(p.instrs[i].op);
+    k.instrs.push_back(static_cast<int32_t>(i));
+    k.outputs.push_back(p.instrs[i].out);
+    p.kernels.push_back(std::move(k));
+  }
+  // Liveness: a value slot is released after the last kernel that reads it, unless it is a
+  // graph output. Inputs and scalars are owned by the caller.
+  std::vector<int32_t> last(p.slots.size(), -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    for (int32_t i : p.kernels[k].instrs)
+      for (int32_t s : p.instrs[i].in) last[s] = static_cast<int32_t>(k);
+  for (int32_t o : p.outputs) last[o] = -1;
+  p.free_after.assign(p.kernels.size(), {});
+  for (size_t s = 0; s < p.slots.size(); ++s)
+    if (last[s] >= 0 && p.slots[s].kind == SlotKind::kValue) p.free_after[last[s]].push_back(s);
+}
+
+}  // namespace sloth::lazy

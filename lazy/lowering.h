@@ -1,0 +1,16 @@
+// Graph -> Plan: numbered slots, one instruction per node, kernels (grouped by the fusion
+// pass), outputs and the liveness table that lets the executor release buffers early.
+#pragma once
+
+#include "lazy/graph.h"
+#include "lazy/plan.h"
+
+namespace sloth::lazy {
+
+Plan lower(const Graph& graph);
+
+// Groups instructions into kernels. Every decision that says no has a reason, printed with
+// SLOTH_LOG=fusion. Without fusion every instruction is its own kernel.
+void plan_kernels(Plan& plan, bool fuse);
+
+}  // namespace sloth::lazy

@@ -1,0 +1,24 @@
+// Runtime counters behind sloth::metrics(). Cheap to bump (plain integers; the trace path is
+// single-threaded per tensor program).
+#pragma once
+
+#include <cstdint>
+
+namespace sloth::lazy {
+
+struct Counters {
+  int64_t ops_traced = 0;
+  int64_t graphs_executed = 0;
+  int64_t plan_cache_hits = 0;
+  int64_t plan_cache_misses = 0;
+  int64_t kernels_launched = 0;
+  int64_t bytes_allocated = 0;
+  int64_t nodes_executed = 0;   // IR nodes in executed graphs
+  int64_t host_syncs = 0;       // item/to_vector/printing
+  int64_t auto_flushes = 0;     // graphs flushed because the pending IR grew past the limit
+  double plan_s = 0, execute_s = 0;
+};
+
+Counters& counters();
+
+}  // namespace sloth::lazy

@@ -1,0 +1,189 @@
+#include "lazy/scheduler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
+#include "core/error.h"
+#include "lazy/backend.h"
+#include "lazy/graph.h"
+#include "lazy/lowering.h"
+#include "lazy/metrics.h"
+#include "lazy/tensor_impl.h"
+
+namespace sloth::lazy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct CachedPlan {
+  Plan plan;
+  std::unique_ptr<Executable> exe;
+};
+
+struct PlanCache {
+  absl::flat_hash_map<uint64_t, std::unique_ptr<CachedPlan>> plans[2];  // per DeviceType
+};
+PlanCache& cache() {
+  static auto* c = new PlanCache();
+  return *c;
+}
+
+int64_t auto_flush_limit = 20000;
+bool in_sync = false;
+
+bool fusion_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SLOTH_FUSION");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Why a plan missed the cache: the first instruction that differs from the nearest cached
+// plan (the one sharing the longest prefix), so a user sees which op or shape changed.
+std::string miss_reason(const Plan& p, DeviceType dt) {
+  const Plan* best = nullptr;
+  size_t best_len = 0;
+  for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
+    const Plan& q = c->plan;
+    size_t n = 0;
+    while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
+           p.instrs[n].shape == q.instrs[n].shape && p.instrs[n].dtype == q.instrs[n].dtype &&
+           p.instrs[n].attrs == q.instrs[n].attrs && p.instrs[n].in == q.instrs[n].in)
+      ++n;
+    if (!best || n > best_len) { best = &q; best_len = n; }
+  }
+  if (!best) return "first graph on this device";
+  if (best_len < p.instrs.size() && best_len < best->instrs.size()) {
+    const Instr &a = p.instrs[best_len], &b = best->instrs[best_len];
+    std::string what = a.op != b.op ? absl::StrFormat("op %s vs %s", op_name(a.op), op_name(b.op))
+                     : a.shape != b.shape ? absl::StrFormat("shape %s vs %s", shape_str(a.shape), shape_str(b.shape))
+                     : a.dtype != b.dtype ? absl::StrFormat("dtype %s vs %s", dtype_name(a.dtype), dtype_name(b.dtype))
+                     : a.attrs != b.attrs ? std::string("attributes differ")
+                     : std::string("operands are wired differently");
+    return absl::StrFormat("instruction %d (%s) differs from the nearest cached plan: %s", best_len,
+                           op_name(a.op), what);
+  }
+  if (p.instrs.size() != best->instrs.size())
+    return absl::StrFormat("%d instructions vs %d in the nearest cached plan", p.instrs.size(),
+                           best->instrs.size());
+  for (size_t i = 0; i < p.slots.size() && i < best->slots.size(); ++i)
+    if (p.slots[i].kind == SlotKind::kInput &&
+        (p.slots[i].shape != best->slots[i].shape || p.slots[i].input_strides != best->slots[i].input_strides))
+      return absl::StrFormat("input %d has shape %s strides %s (cached: %s strides %s)", i,
+                             shape_str(p.slots[i].shape), shape_str(p.slots[i].input_strides),
+                             shape_str(best->slots[i].shape), shape_str(best->slots[i].input_strides));
+  return "outputs or input layouts differ from the nearest cached plan";
+}
+
+}  // namespace
+
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+bool log_enabled(const char* topic) {
+  static const std::string spec = [] {
+    const char* v = std::getenv("SLOTH_LOG");
+    return std::string(v ? v : "");
+  }();
+  return spec == "all" || spec.find(topic) != std::string::npos;
+}
+
+void set_auto_flush_limit(int64_t nodes) { auto_flush_limit = nodes; }
+
+void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
+  Backend* backend = backend_for(device);
+  if (backend == nullptr)
+    fail("sync: no backend for device %s; %s", device.str(),
+         device.is_cuda() ? "build with --config=cuda on a machine with a GPU" : "link //backends/cpu");
+  Graph g = build_graph(roots);
+  if (g.roots.empty()) return;
+  auto t0 = Clock::now();
+  auto& plans = cache().plans[static_cast<int>(device.type)];
+  auto it = plans.find(g.key);
+  CachedPlan* cp;
+  if (it != plans.end()) {
+    ++counters().plan_cache_hits;
+    cp = it->second.get();
+  } else {
+    ++counters().plan_cache_misses;
+    auto fresh = std::make_unique<CachedPlan>();
+    fresh->plan = lower(g);
+    plan_kernels(fresh->plan, fusion_enabled());
+    if (log_enabled("plans"))
+      std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s",
+                   miss_reason(fresh->plan, device.type).c_str(), fresh->plan.describe().c_str());
+    fresh->exe = backend->compile(fresh->plan);
+    cp = fresh.get();
+    plans[g.key] = std::move(fresh);
+  }
+  counters().plan_s += seconds_since(t0);
+
+  auto t1 = Clock::now();
+  std::vector<DeviceData> inputs;
+  inputs.reserve(g.inputs.size());
+  for (Node* n : g.inputs) inputs.push_back(*n->data);
+  std::vector<double> scalars;
+  scalars.reserve(g.scalars.size());
+  for (Node* n : g.scalars) scalars.push_back(n->scalar);
+  std::vector<DeviceData> outputs;
+  RunStats stats;
+  absl::Status st = cp->exe->run(inputs, scalars, &outputs, &stats);
+  counters().execute_s += seconds_since(t1);
+  if (!st.ok()) throw Error(std::string(st.message()));
+  for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
+  ++counters().graphs_executed;
+  counters().kernels_launched += stats.kernels_launched;
+  counters().bytes_allocated += stats.bytes_allocated;
+  counters().nodes_executed += static_cast<int64_t>(g.order.size());
+}
+
+void mark_step() {
+  if (in_sync) return;
+  in_sync = true;
+  struct Reset { ~Reset() { in_sync = false; } } reset;
+  for (Device d : {Device::cpu(), Device::cuda(0)}) {
+    if (!has_backend(d.type)) continue;
+    auto groups = pending_groups(d);
+    if (groups.empty()) continue;
+    std::vector<NodePtr> roots;
+    roots.reserve(groups.size());
+    for (const auto& g : groups) roots.push_back(g->value);
+    sync_nodes(roots, d);
+  }
+  reset_pending_nodes();
+}
+
+void maybe_auto_flush() {
+  if (pending_nodes_since_sync() > auto_flush_limit && !in_sync) {
+    ++counters().auto_flushes;
+    mark_step();
+  }
+}
+
+std::string describe_plan(absl::Span<const NodePtr> roots) {
+  Graph g = build_graph(roots);
+  Plan p = lower(g);
+  plan_kernels(p, fusion_enabled());
+  return p.describe();
+}
+
+int64_t plan_cache_size() {
+  return static_cast<int64_t>(cache().plans[0].size() + cache().plans[1].size());
+}
+void clear_plan_cache() {
+  cache().plans[0].clear();
+  cache().plans[1].clear();
+}
+
+}  // namespace sloth::lazy

@@ -1,0 +1,34 @@
+// The scheduler: turns pending IR into executed data at sync points. A sync builds one graph
+// from its roots (graph batching), looks its structural key up in the plan cache (a hit skips
+// lowering, fusion and compilation), binds the graph's data and scalars, runs it on the
+// device's backend and materializes every root.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "core/device.h"
+#include "lazy/node.h"
+
+namespace sloth::lazy {
+
+// Materializes `roots` (all on `device`) as one graph. Throws sloth::Error on failure, with
+// every root still pending (nothing is lost).
+void sync_nodes(absl::Span<const NodePtr> roots, Device device);
+// Every live pending tensor of every device, one graph per device.
+void mark_step();
+// Called after each recorded op: flushes when the pending IR grew past the limit, so loops
+// that never sync stay bounded in memory.
+void maybe_auto_flush();
+void set_auto_flush_limit(int64_t nodes);
+
+// The plan the scheduler would run for these roots (for dump_ir and tests).
+std::string describe_plan(absl::Span<const NodePtr> roots);
+int64_t plan_cache_size();
+void clear_plan_cache();
+
+// SLOTH_LOG=plans,fusion (comma separated) turns on logging to stderr.
+bool log_enabled(const char* topic);
+
+}  // namespace sloth::lazy

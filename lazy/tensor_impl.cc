@@ -1,0 +1,177 @@
+#include "lazy/tensor_impl.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace sloth::lazy {
+namespace {
+
+// The live-group list. Tracing is expected on one thread at a time, but tensors may be made
+// or dropped on others (a data loader), so the list is guarded by a tiny spin lock.
+std::atomic_flag registry_lock = ATOMIC_FLAG_INIT;
+AliasGroup* registry_head = nullptr;
+
+struct RegistryLock {
+  RegistryLock() { while (registry_lock.test_and_set(std::memory_order_acquire)) {} }
+  ~RegistryLock() { registry_lock.clear(std::memory_order_release); }
+};
+
+NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
+  switch (step.op) {
+    case OpId::kReshape: {
+      Attrs a;
+      a.dims.assign(step.in_shape.begin(), step.in_shape.end());
+      return make_node(OpId::kReshape, {src}, a);
+    }
+    case OpId::kPermute: {
+      Attrs a;
+      a.dims.resize(step.attrs.dims.size());
+      for (size_t i = 0; i < step.attrs.dims.size(); ++i) a.dims[step.attrs.dims[i]] = i;
+      return make_node(OpId::kPermute, {src}, a);
+    }
+    case OpId::kSlice: return make_node(OpId::kSliceScatter, {base, src}, step.attrs);
+    case OpId::kSelect: return make_node(OpId::kSelectScatter, {base, src}, step.attrs);
+    case OpId::kDiagonal: return make_node(OpId::kDiagonalScatter, {base, src}, step.attrs);
+    case OpId::kAsStrided: return make_node(OpId::kAsStridedScatter, {base, src}, step.attrs);
+    default:
+      fail("internal: no inverse for view op %s (writes through it are rejected earlier)",
+           op_name(step.op));
+  }
+}
+
+}  // namespace
+
+AliasGroup::AliasGroup(NodePtr v, Device d) : value(std::move(v)), device(d) {
+  RegistryLock lock;
+  next = registry_head;
+  if (registry_head) registry_head->prev = this;
+  registry_head = this;
+}
+
+AliasGroup::~AliasGroup() {
+  RegistryLock lock;
+  if (prev) prev->next = next;
+  else if (registry_head == this) registry_head = next;
+  if (next) next->prev = prev;
+}
+
+std::vector<Ref<AliasGroup>> pending_groups(Device device) {
+  std::vector<Ref<AliasGroup>> out;
+  RegistryLock lock;
+  for (AliasGroup* g = registry_head; g != nullptr; g = g->next) {
+    if (g->device == device && g->value && !g->value->materialized() &&
+        g->value->op != OpId::kScalar && g->use_count() > 0)
+      out.emplace_back(g);
+  }
+  return out;
+}
+
+NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
+  absl::InlinedVector<TensorMeta, 4> metas;
+  for (const auto& n : inputs) metas.push_back({&n->shape, n->dtype, n->op == OpId::kScalar});
+  OutputMeta out;
+  absl::Status st = infer(op, metas, attrs, &out);
+  if (!st.ok()) fail("internal: %s", st.message());
+  return Node::make(op, std::move(out.shape), out.dtype, std::move(attrs), inputs);
+}
+
+Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
+  Ref<TensorImpl> t(new TensorImpl());
+  t->shape = value->shape;
+  t->strides = contiguous_strides(t->shape);
+  t->dtype = value->dtype;
+  t->group = make_ref<AliasGroup>(std::move(value), device);
+  return t;
+}
+
+Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
+  bool integral = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15;
+  Ref<TensorImpl> t(new TensorImpl());
+  t->dtype = integral ? DType::kInt64 : DType::kFloat64;
+  t->wrapped_number = true;
+  t->group = make_ref<AliasGroup>(Node::scalar_leaf(v, t->dtype), Device::cpu());
+  return t;
+}
+
+Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const Attrs& attrs,
+                                    const Layout& logical) {
+  Ref<TensorImpl> t(new TensorImpl());
+  t->group = self->group;
+  if (op == OpId::kAsStrided) {
+    // as_strided is relative to the storage, not to self: its chain starts at the base.
+    Shape base_shape = self->chain.empty() ? self->shape : self->chain.front().in_shape;
+    t->chain.push_back({op, attrs, std::move(base_shape)});
+  } else {
+    t->chain = self->chain;
+    t->chain.push_back({op, attrs, self->shape});
+  }
+  t->view_base = self->view_base ? self->view_base : self;
+  t->shape = logical.shape;
+  t->strides = logical.strides;
+  t->storage_offset = logical.offset;
+  t->dtype = self->dtype;
+  return t;
+}
+
+Ref<TensorImpl> TensorImpl::alias_of(const Ref<TensorImpl>& self) {
+  Ref<TensorImpl> t(new TensorImpl());
+  t->group = self->group;
+  t->chain = self->chain;
+  t->shape = self->shape;
+  t->strides = self->strides;
+  t->storage_offset = self->storage_offset;
+  t->dtype = self->dtype;
+  t->wrapped_number = self->wrapped_number;
+  return t;
+}
+
+NodePtr TensorImpl::value() {
+  if (chain.empty()) return group->value;
+  const NodePtr& base = group->value;
+  if (cached_ && cached_version_ == group->version &&
+      (cached_->materialized() || !base->materialized()))
+    return cached_;
+  NodePtr v = base;
+  bool done = false;
+  if (base->materialized()) {
+    // Zero-copy: the view is the base's storage read through the chain's layouts.
+    Layout l = base->data->layout;
+    bool ok = true;
+    for (const auto& s : chain) {
+      auto nl = apply_view(s.op, s.attrs, l);
+      if (!nl) { ok = false; break; }
+      l = std::move(*nl);
+    }
+    if (ok) {
+      v = Node::data_leaf(DeviceData{base->data->storage, std::move(l), base->dtype});
+      done = true;
+    }
+  }
+  if (!done)
+    for (const auto& s : chain) v = make_node(s.op, {v}, s.attrs);
+  cached_ = v;
+  cached_version_ = group->version;
+  return v;
+}
+
+void TensorImpl::write(NodePtr v) {
+  if (chain.empty()) {
+    group->value = std::move(v);
+    ++group->version;
+    return;
+  }
+  absl::InlinedVector<NodePtr, 4> bases;
+  bases.push_back(group->value);
+  for (size_t i = 0; i + 1 < chain.size(); ++i)
+    bases.push_back(make_node(chain[i].op, {bases.back()}, chain[i].attrs));
+  NodePtr nv = v;
+  for (size_t i = chain.size(); i-- > 0;) nv = inverse(chain[i], bases[i], nv);
+  group->value = std::move(nv);
+  ++group->version;
+  cached_ = std::move(v);
+  cached_version_ = group->version;
+}
+
+}  // namespace sloth::lazy

@@ -1,0 +1,94 @@
+// Lazy tensors and functionalization.
+//
+// A base tensor and all its views share one AliasGroup, which holds the base's current IR
+// value and the version counter. A view keeps the chain of primitive view ops that leads from
+// the base to it. Reading a view whose cached value is older than the group's version replays
+// the chain on the base's current value; writing a view computes the new value out of place
+// and scatters it into the base through the chain's inverses (slice_scatter, select_scatter,
+// diagonal_scatter, as_strided_scatter, reshape/permute back). The IR stays pure: no node
+// ever aliases or mutates another.
+#pragma once
+
+#include <memory>
+
+#include "absl/container/inlined_vector.h"
+#include "core/device.h"
+#include "core/view_layout.h"
+#include "lazy/node.h"
+
+namespace sloth::lazy {
+
+// The autograd layer hangs its per-tensor state here; lazy/ never looks inside.
+class AutogradMetaBase {
+ public:
+  virtual ~AutogradMetaBase() = default;
+};
+
+struct ViewStep {
+  OpId op;      // a primitive view op: Reshape, Permute, Expand, Slice, Select, Diagonal, AsStrided
+  Attrs attrs;  // normalized
+  Shape in_shape;
+};
+
+class AliasGroup final : public RefCounted {
+ public:
+  AliasGroup(NodePtr value, Device device);
+  ~AliasGroup() override;
+
+  NodePtr value;         // the base's current value
+  Device device;
+  int64_t version = 0;   // bumps on every write through any alias
+
+  // Intrusive list of live groups: mark_step() flushes every pending one.
+  AliasGroup* prev = nullptr;
+  AliasGroup* next = nullptr;
+};
+
+class TensorImpl final : public RefCounted {
+ public:
+  // A new base tensor (its own group) holding `value`.
+  static Ref<TensorImpl> make(NodePtr value, Device device = Device::cpu());
+  // A wrapped number: `x * 2.0` turns 2.0 into a 0-dim operand (a Scalar leaf, i.e. data).
+  static Ref<TensorImpl> wrapped_scalar(double v);
+  // A view of `self` by one primitive view step (attrs normalized), with PyTorch's strides.
+  static Ref<TensorImpl> view_of(const Ref<TensorImpl>& self, OpId op, const Attrs& attrs,
+                                 const Layout& logical);
+  // Same group and chain, no autograd history (detach()).
+  static Ref<TensorImpl> alias_of(const Ref<TensorImpl>& self);
+
+  // The current value: replays the view chain when the group changed since the last read.
+  // After a sync the result is a data leaf over the base's storage (zero-copy).
+  NodePtr value();
+  // Functionalized write: `v` (same shape/dtype as this tensor) becomes this tensor's value;
+  // the base's new value is scattered through the chain's inverses; the version bumps.
+  void write(NodePtr v);
+  // The node whose execution materializes this tensor's data (the group's base value).
+  NodePtr base_value() const { return group->value; }
+
+  bool is_view() const { return view_base != nullptr; }
+  bool pending() const { return !group->value->materialized(); }
+
+  Ref<AliasGroup> group;
+  absl::InlinedVector<ViewStep, 2> chain;
+  Ref<TensorImpl> view_base;  // the tensor this is a view of (PyTorch's ._base), or null
+  Shape shape;
+  Strides strides;            // PyTorch's logical strides (base tensors are contiguous)
+  int64_t storage_offset = 0;
+  DType dtype = DType::kFloat32;
+  bool wrapped_number = false;
+  std::unique_ptr<AutogradMetaBase> autograd;
+
+ private:
+  NodePtr cached_;
+  int64_t cached_version_ = -1;
+};
+using TensorImplPtr = Ref<TensorImpl>;
+
+// Makes a node for `op` on `inputs`, running the op's rule (which must pass: callers check
+// user input before they get here).
+NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs);
+
+// Every live group whose value is pending, for mark_step().
+std::vector<Ref<AliasGroup>> pending_groups(Device device);
+
+}  // namespace sloth::lazy
