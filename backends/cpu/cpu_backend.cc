@@ -1,0 +1,231 @@
+// The CPU backend: compiles a Plan into a list of steps per kernel (elementwise runs become
+// tile-interpreter programs; everything else is one kernel call), runs them against bound
+// data and releases each intermediate after its last use so its Storage goes back to the
+// caching allocator. Registers itself for DeviceType::kCPU at static-init time.
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/strided.h"
+#include "core/error.h"
+
+namespace sloth::cpu {
+
+using lazy::SlotKind;
+
+DeviceData Env::alloc(const Shape& shape, DType dtype) {
+  DeviceData d = lazy::allocate_data(cpu_allocator(), shape, dtype);
+  stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
+  return d;
+}
+
+double cast_scalar(double v, DType dtype) {
+  return visit_dtype(dtype, [&](auto z) {
+    return static_cast<double>(static_cast<decltype(z)>(v));
+  });
+}
+
+double read_double(const DeviceData& d) {
+  return visit_dtype(d.dtype, [&](auto z) { return static_cast<double>(*d.data<decltype(z)>()); });
+}
+
+double Env::scalar(int slot) {
+  const lazy::Slot& s = plan->slots[slot];
+  if (s.kind == SlotKind::kScalar) return cast_scalar(scalars[s.index], s.dtype);
+  return read_double(vals[slot]);
+}
+
+const DeviceData& Env::get(int slot) {
+  if (!has(slot) && plan->slots[slot].kind == SlotKind::kScalar) {
+    const lazy::Slot& s = plan->slots[slot];
+    DeviceData d = alloc({}, s.dtype);
+    double v = scalars[s.index];
+    visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = static_cast<decltype(z)>(v); });
+    vals[slot] = std::move(d);
+  }
+  return vals[slot];
+}
+
+namespace {
+
+enum class StepKind : uint8_t { kElementwise, kReduce, kMatmul, kView, kScatter, kIndex, kFactory };
+
+struct Step {
+  StepKind kind;
+  int32_t instr = -1;                        // single-instruction steps
+  std::unique_ptr<ElementwiseProgram> program;
+  std::vector<int32_t> reads;                // slots read from outside the step
+};
+
+StepKind kind_of(OpId op) {
+  switch (op_info(op).category) {
+    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
+      return StepKind::kElementwise;
+    case OpCategory::Reduce: return StepKind::kReduce;
+    case OpCategory::Matmul: return StepKind::kMatmul;
+    case OpCategory::View: return StepKind::kView;
+    case OpCategory::Scatter: return StepKind::kScatter;
+    case OpCategory::Factory: return StepKind::kFactory;
+    default: return StepKind::kIndex;
+  }
+}
+
+class CpuExecutable final : public lazy::Executable {
+ public:
+  explicit CpuExecutable(const Plan& plan) : plan_(plan) { compile(); }
+
+  absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
+                   std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
+    lazy::RunStats local;
+    Env env;
+    env.plan = &plan_;
+    env.scalars = scalars;
+    env.stats = stats ? stats : &local;
+    env.vals.resize(plan_.slots.size());
+    for (size_t s = 0; s < plan_.slots.size(); ++s) {
+      const lazy::Slot& slot = plan_.slots[s];
+      if (slot.kind == SlotKind::kInput) {
+        if (slot.index < 0 || slot.index >= static_cast<int32_t>(inputs.size()))
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "cpu backend: the plan reads input %d but %d inputs were bound", slot.index,
+              inputs.size()));
+        env.vals[s] = inputs[slot.index];
+      } else if (slot.kind == SlotKind::kScalar &&
+                 (slot.index < 0 || slot.index >= static_cast<int32_t>(scalars.size()))) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "cpu backend: the plan reads scalar %d but %d scalars were bound", slot.index,
+            scalars.size()));
+      }
+    }
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      for (const Step& st : steps_[k]) {
+        for (int32_t r : st.reads)
+          if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
+            return absl::InternalError(absl::StrFormat(
+                "cpu backend: kernel %d reads slot %d before it is computed", k, r));
+        SLOTH_RETURN_IF_ERROR(execute(env, st));
+      }
+      if (!steps_[k].empty()) ++env.stats->kernels_launched;
+      for (int32_t s : release_[k]) env.vals[s] = DeviceData();
+    }
+    outputs->clear();
+    for (int32_t s : plan_.outputs) {
+      const DeviceData& d = env.get(s);
+      if (!d.storage)
+        return absl::InternalError(absl::StrFormat("cpu backend: output slot %d was never computed", s));
+      outputs->push_back(d);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status execute(Env& env, const Step& st) {
+    if (st.kind == StepKind::kElementwise) return st.program->run(env);
+    const Instr& in = plan_.instrs[st.instr];
+    switch (st.kind) {
+      case StepKind::kReduce: return run_reduce(env, in);
+      case StepKind::kMatmul: return run_matmul(env, in);
+      case StepKind::kView: return run_view(env, in);
+      case StepKind::kScatter: return run_scatter(env, in);
+      case StepKind::kFactory: return run_factory(env, in);
+      default: return run_index(env, in);
+    }
+  }
+
+  void compile() {
+    const size_t nk = plan_.kernels.size();
+    // Which kernel (and which step inside it) reads each slot: needed to decide what an
+    // elementwise run must write to memory and when a slot can be released.
+    std::vector<int> kernel_of(plan_.instrs.size(), -1);
+    for (size_t k = 0; k < nk; ++k)
+      for (int32_t i : plan_.kernels[k].instrs) kernel_of[i] = static_cast<int>(k);
+    std::vector<std::vector<int32_t>> readers(plan_.slots.size());  // instrs
+    for (size_t i = 0; i < plan_.instrs.size(); ++i)
+      for (int32_t s : plan_.instrs[i].in) readers[s].push_back(static_cast<int32_t>(i));
+    std::set<int32_t> plan_out(plan_.outputs.begin(), plan_.outputs.end());
+
+    steps_.resize(nk);
+    release_.resize(nk);
+    std::vector<int> last_use(plan_.slots.size(), -1);
+    for (size_t k = 0; k < nk; ++k) {
+      const lazy::Kernel& kern = plan_.kernels[k];
+      std::set<int32_t> kout(kern.outputs.begin(), kern.outputs.end());
+      std::vector<int32_t> group;
+      auto flush = [&] {
+        if (group.empty()) return;
+        std::set<int32_t> in_group(group.begin(), group.end()), produced;
+        std::vector<int32_t> materialize, reads;
+        for (int32_t i : group) {
+          for (int32_t s : plan_.instrs[i].in)
+            if (!produced.count(s)) reads.push_back(s);
+          produced.insert(plan_.instrs[i].out);
+        }
+        for (int32_t i : group) {
+          int32_t s = plan_.instrs[i].out;
+          bool outside = kout.count(s) || plan_out.count(s);
+          for (int32_t r : readers[s]) outside = outside || !in_group.count(r);
+          if (outside) materialize.push_back(s);
+        }
+        Step st{StepKind::kElementwise};
+        st.program = compile_elementwise(plan_, group, materialize);
+        st.reads = std::move(reads);
+        steps_[k].push_back(std::move(st));
+        group.clear();
+      };
+      for (int32_t i : kern.instrs) {
+        const Instr& in = plan_.instrs[i];
+        StepKind sk = kind_of(in.op);
+        if (sk == StepKind::kElementwise) {
+          if (!group.empty() && plan_.instrs[group.back()].shape != in.shape) flush();
+          group.push_back(i);
+          continue;
+        }
+        flush();
+        Step st{sk};
+        st.instr = i;
+        st.reads.assign(in.in.begin(), in.in.end());
+        steps_[k].push_back(std::move(st));
+      }
+      flush();
+      for (int32_t i : kern.instrs) {
+        for (int32_t s : plan_.instrs[i].in) last_use[s] = std::max(last_use[s], static_cast<int>(k));
+        int32_t o = plan_.instrs[i].out;
+        last_use[o] = std::max(last_use[o], static_cast<int>(k));
+      }
+    }
+    // Release each slot after the kernel that last reads it. The plan's free_after says the
+    // same for well-formed plans; deriving it here keeps a slot alive if the two disagree.
+    for (size_t s = 0; s < plan_.slots.size(); ++s)
+      if (last_use[s] >= 0 && !plan_out.count(static_cast<int32_t>(s)))
+        release_[last_use[s]].push_back(static_cast<int32_t>(s));
+  }
+
+  Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable
+  std::vector<std::vector<Step>> steps_;
+  std::vector<std::vector<int32_t>> release_;
+};
+
+class CpuBackend final : public lazy::Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+  Allocator* allocator() override { return cpu_allocator(); }
+  std::unique_ptr<lazy::Executable> compile(const Plan& plan) override {
+    return std::make_unique<CpuExecutable>(plan);
+  }
+  void copy_to_host(const void* src, void* dst, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_from_host(const void* src, void* dst, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+};
+
+const bool kRegistered = [] {
+  static CpuBackend backend;
+  lazy::register_backend(DeviceType::kCPU, &backend);
+  return true;
+}();
+
+}  // namespace
+}  // namespace sloth::cpu

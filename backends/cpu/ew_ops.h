@@ -1,0 +1,129 @@
+// The scalar semantics of every elementwise op (PyTorch's), as inline functions the tile
+// loops in elementwise.cc instantiate per compute type. Keeping them branch-light and
+// template-only lets the compiler vectorize each instruction's loop.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/op_table.h"
+
+namespace sloth::cpu::ew {
+
+template <typename T> inline constexpr bool kFloat = std::is_floating_point_v<T>;
+
+template <typename T> inline bool isnan_(T x) {
+  if constexpr (kFloat<T>) return x != x;
+  else return false;
+}
+// NaN-propagating max/min (torch.maximum / amax semantics).
+template <typename T> inline T max_(T a, T b) {
+  if constexpr (kFloat<T>) return (a != a || a > b) ? a : b;  // NaN b falls through to b
+  else return a > b ? a : b;
+}
+template <typename T> inline T min_(T a, T b) {
+  if constexpr (kFloat<T>) return (a != a || a < b) ? a : b;
+  else return a < b ? a : b;
+}
+
+template <typename T> inline T ipow(T base, T exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  T r = 1;
+  while (exp) {
+    if (exp & 1) r = static_cast<T>(r * base);
+    base = static_cast<T>(base * base);
+    exp >>= 1;
+  }
+  return r;
+}
+
+// Float-only functions on an integer compute type never come from the shape rules (they
+// promote to float); computing through double keeps those instantiations well-defined.
+template <OpId op, typename T> inline T unary(T x) {
+  using F = std::conditional_t<kFloat<T>, T, double>;
+  F f = static_cast<F>(x);
+  if constexpr (op == OpId::kNeg) return static_cast<T>(-x);
+  else if constexpr (op == OpId::kAbs) {
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else if constexpr (kFloat<T>) return std::fabs(x);
+    else return x < 0 ? static_cast<T>(-x) : x;
+  }
+  else if constexpr (op == OpId::kExp) return static_cast<T>(std::exp(f));
+  else if constexpr (op == OpId::kLog) return static_cast<T>(std::log(f));
+  else if constexpr (op == OpId::kLog1p) return static_cast<T>(std::log1p(f));
+  else if constexpr (op == OpId::kSqrt) return static_cast<T>(std::sqrt(f));
+  else if constexpr (op == OpId::kRsqrt) return static_cast<T>(F(1) / std::sqrt(f));
+  else if constexpr (op == OpId::kSin) return static_cast<T>(std::sin(f));
+  else if constexpr (op == OpId::kCos) return static_cast<T>(std::cos(f));
+  else if constexpr (op == OpId::kTanh) return static_cast<T>(std::tanh(f));
+  else if constexpr (op == OpId::kSigmoid) return static_cast<T>(F(1) / (F(1) + std::exp(-f)));
+  else if constexpr (op == OpId::kRelu) {
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else if constexpr (kFloat<T>) return (x != x || x > 0) ? x : T(0);  // relu(NaN) = NaN
+    else return x > 0 ? x : T(0);
+  }
+  else if constexpr (op == OpId::kGelu)
+    return static_cast<T>(F(0.5) * f * (F(1) + std::erf(f * F(0.70710678118654752440))));
+  else if constexpr (op == OpId::kSilu) return static_cast<T>(f / (F(1) + std::exp(-f)));
+  else if constexpr (op == OpId::kErf) return static_cast<T>(std::erf(f));
+  else if constexpr (op == OpId::kSquare) return static_cast<T>(x * x);
+  else if constexpr (op == OpId::kReciprocal) return static_cast<T>(F(1) / f);
+  else if constexpr (op == OpId::kSign) {
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else if constexpr (kFloat<T>) return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0)));
+    else return static_cast<T>((T(0) < x) - (x < T(0)));
+  }
+  else if constexpr (op == OpId::kFloor) {
+    if constexpr (kFloat<T>) return std::floor(x); else return x;
+  }
+  else if constexpr (op == OpId::kCeil) {
+    if constexpr (kFloat<T>) return std::ceil(x); else return x;
+  }
+  else if constexpr (op == OpId::kRound) {
+    if constexpr (kFloat<T>) return std::nearbyint(x); else return x;  // half to even
+  }
+  else if constexpr (op == OpId::kLogicalNot) return static_cast<T>(!x);
+  else return x;  // Cast: the conversion already happened on load
+}
+
+template <OpId op, typename T> inline T binary(T a, T b) {
+  if constexpr (op == OpId::kAdd) {
+    if constexpr (std::is_same_v<T, bool>) return a || b;
+    else return static_cast<T>(a + b);
+  }
+  else if constexpr (op == OpId::kSub) return static_cast<T>(a - b);
+  else if constexpr (op == OpId::kMul) {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return static_cast<T>(a * b);
+  }
+  else if constexpr (op == OpId::kDiv) {
+    if constexpr (kFloat<T>) return a / b;
+    else return static_cast<T>(static_cast<double>(a) / static_cast<double>(b));
+  }
+  else if constexpr (op == OpId::kPow) {
+    if constexpr (kFloat<T>) return std::pow(a, b);
+    else if constexpr (std::is_same_v<T, bool>) return a || !b;
+    else return ipow<T>(a, b);
+  }
+  else if constexpr (op == OpId::kMaximum) return max_<T>(a, b);
+  else if constexpr (op == OpId::kMinimum) return min_<T>(a, b);
+  else if constexpr (op == OpId::kLogicalAnd) return static_cast<T>(a && b);
+  else if constexpr (op == OpId::kLogicalOr) return static_cast<T>(a || b);
+  else return a;
+}
+
+template <OpId op, typename T> inline bool compare(T a, T b) {
+  if constexpr (op == OpId::kEq) return a == b;
+  else if constexpr (op == OpId::kNe) return a != b;
+  else if constexpr (op == OpId::kLt) return a < b;
+  else if constexpr (op == OpId::kLe) return a <= b;
+  else if constexpr (op == OpId::kGt) return a > b;
+  else return a >= b;
+}
+
+}  // namespace sloth::cpu::ew

@@ -1,0 +1,67 @@
+// Internal to the CPU backend: the per-run state every kernel reads and writes, and the
+// kernel entry points cpu_backend.cc dispatches to.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "core/storage.h"
+#include "lazy/backend.h"
+#include "lazy/plan.h"
+
+namespace sloth::cpu {
+
+using lazy::DeviceData;
+using lazy::Instr;
+using lazy::Plan;
+
+// Slot values of one run. A slot holds a DeviceData once it is bound (inputs), computed, or
+// asked for (a scalar slot read by a kernel that wants memory).
+struct Env {
+  const Plan* plan = nullptr;
+  absl::Span<const double> scalars;
+  std::vector<DeviceData> vals;  // storage == nullptr: not available
+  lazy::RunStats* stats = nullptr;
+
+  bool has(int slot) const { return vals[slot].storage != nullptr; }
+  // Every buffer of the backend comes from here (the caching allocator), so the stats count it.
+  DeviceData alloc(const Shape& shape, DType dtype);
+  // The slot's data; scalar slots become a 0-dim buffer the first time they are asked for.
+  const DeviceData& get(int slot);
+  // The value of a 0-dim operand (scalar slot or data), cast to the slot's dtype, as double.
+  double scalar(int slot);
+  void set(int slot, DeviceData d) { vals[slot] = std::move(d); }
+};
+
+// A bound scalar as a value of `dtype` (what a 0-dim tensor of that dtype would hold).
+double cast_scalar(double v, DType dtype);
+// Element 0 of `d` as double.
+double read_double(const DeviceData& d);
+
+// A fresh contiguous copy of `x` converted to `dtype`.
+DeviceData make_contiguous(Env& env, const DeviceData& x, DType dtype);
+
+// A compiled run of elementwise instructions over one loop shape (the tile interpreter).
+class ElementwiseProgram {
+ public:
+  virtual ~ElementwiseProgram() = default;
+  virtual absl::Status run(Env& env) const = 0;
+};
+// `instrs`: indices into plan.instrs, all elementwise with the same shape. `materialize`:
+// slots among their outputs that must be written to memory.
+std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
+                                                        const std::vector<int32_t>& instrs,
+                                                        const std::vector<int32_t>& materialize);
+
+// Single-instruction kernels; each writes env.vals[in.out].
+absl::Status run_reduce(Env& env, const Instr& in);
+absl::Status run_matmul(Env& env, const Instr& in);
+absl::Status run_view(Env& env, const Instr& in);
+absl::Status run_scatter(Env& env, const Instr& in);  // SliceScatter .. AsStridedScatter
+absl::Status run_index(Env& env, const Instr& in);    // Index and Shape categories
+absl::Status run_factory(Env& env, const Instr& in);
+
+}  // namespace sloth::cpu

@@ -1,0 +1,263 @@
+// Reductions (sum, prod, amax, amin, argmax, argmin) over any set of dims of a strided input.
+// The input is split into kept dims (one output each) and reduced dims, each group coalesced.
+// When the reduced run is contiguous each output reduces a contiguous stretch with several
+// independent accumulators (vectorizable, and more accurate than one running sum); when the
+// kept innermost dim is the contiguous one, rows are accumulated into a block of outputs
+// instead ("column" reduction), so memory is always read in order.
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "backends/cpu/ew_ops.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/strided.h"
+#include "backends/cpu/thread_pool.h"
+#include "core/error.h"
+
+namespace sloth::cpu {
+namespace {
+
+// Float sums and products accumulate in double, integer and bool ones in int64.
+template <typename T>
+using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+template <typename T> struct SumOp {
+  using A = Wide<T>;
+  static A init() { return 0; }
+  static A add(A a, T x) { return a + static_cast<A>(x); }
+  static A merge(A a, A b) { return a + b; }
+};
+template <typename T> struct ProdOp {
+  using A = Wide<T>;
+  static A init() { return 1; }
+  static A add(A a, T x) { return a * static_cast<A>(x); }
+  static A merge(A a, A b) { return a * b; }
+};
+template <typename T> struct MaxOp {
+  using A = T;
+  static A init() { return std::numeric_limits<T>::lowest(); }
+  static A add(A a, T x) { return ew::max_<T>(x, a); }  // NaN in x or a propagates
+  static A merge(A a, A b) { return ew::max_<T>(a, b); }
+};
+template <typename T> struct MinOp {
+  using A = T;
+  static A init() { return std::numeric_limits<T>::max(); }
+  static A add(A a, T x) { return ew::min_<T>(x, a); }
+  static A merge(A a, A b) { return ew::min_<T>(a, b); }
+};
+
+struct Geometry {
+  Shape kshape, rshape;   // coalesced kept / reduced dims
+  Strides kin, rin;       // input strides of each
+  int64_t kn = 1, rn = 1;
+};
+
+Geometry split(const DeviceData& x, absl::Span<const int64_t> dims) {
+  Geometry g;
+  const Shape& s = x.layout.shape;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool red = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+    (red ? g.rshape : g.kshape).push_back(s[d]);
+    (red ? g.rin : g.kin).push_back(x.layout.strides[d]);
+  }
+  g.kn = numel(g.kshape);
+  g.rn = numel(g.rshape);
+  // Outputs are written in row-major order of the kept dims, so only input strides matter.
+  coalesce(g.kshape, {&g.kin});
+  coalesce(g.rshape, {&g.rin});
+  return g;
+}
+
+template <typename T, typename Op>
+typename Op::A reduce_run(const T* p, int64_t n, int64_t stride) {
+  using A = typename Op::A;
+  if (stride != 1) {
+    A a = Op::init();
+    for (int64_t j = 0; j < n; ++j) a = Op::add(a, p[j * stride]);
+    return a;
+  }
+  constexpr int kLanes = 8;
+  A acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = Op::init();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] = Op::add(acc[k], p[j + k]);
+  for (; j < n; ++j) acc[0] = Op::add(acc[0], p[j]);
+  A a = acc[0];
+  for (int k = 1; k < kLanes; ++k) a = Op::merge(a, acc[k]);
+  return a;
+}
+
+// Reduces elements [start, start + n) of the reduced space, starting at `base`.
+template <typename T, typename Op>
+typename Op::A reduce_range(const T* base, const Geometry& g, int64_t start, int64_t n) {
+  typename Op::A a = Op::init();
+  const int nd = static_cast<int>(g.rshape.size());
+  const int64_t is = g.rin[nd - 1];
+  for_each_run<1>(g.rshape.data(), nd, {g.rin.data()}, start, n,
+                  [&](const std::array<int64_t, 1>& off, int64_t run) {
+                    a = Op::merge(a, reduce_run<T, Op>(base + off[0], run, is));
+                  });
+  return a;
+}
+
+template <typename T, typename O, typename Op>
+void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
+  using A = typename Op::A;
+  const T* base = x.data<T>();
+  const int64_t total = g.kn * g.rn;
+  const bool parallel = total >= kParallelThreshold;
+  const int nk = static_cast<int>(g.kshape.size());
+  const bool column = g.kn > 1 && g.kin[nk - 1] == 1 && g.rin.back() != 1;
+
+  if (g.kn == 1) {  // everything reduces to one value: partial sums per thread, then merge
+    // Plain arrays, not std::vector: vector<bool> packs bits, and threads write neighbours.
+    const int np = num_threads();
+    std::unique_ptr<A[]> part(new A[np]);
+    for (int i = 0; i < np; ++i) part[i] = Op::init();
+    std::atomic<int> slot{0};
+    auto body = [&](int64_t b, int64_t e) {
+      part[slot.fetch_add(1)] = reduce_range<T, Op>(base, g, b, e - b);
+    };
+    if (parallel) parallel_for(g.rn, 16384, body);
+    else body(0, g.rn);
+    A a = Op::init();
+    for (int i = 0; i < np; ++i) a = Op::merge(a, part[i]);
+    out[0] = static_cast<O>(a);
+    return;
+  }
+  if (!column) {
+    auto body = [&](int64_t b, int64_t e) {
+      for_each_run<1>(g.kshape.data(), nk, {g.kin.data()}, b, e - b,
+                      [&](const std::array<int64_t, 1>& off, int64_t run) {
+                        const int64_t ks = g.kin[nk - 1];
+                        for (int64_t j = 0; j < run; ++j)
+                          out[b++] = static_cast<O>(
+                              reduce_range<T, Op>(base + off[0] + j * ks, g, 0, g.rn));
+                      });
+    };
+    if (parallel) parallel_for(g.kn, std::max<int64_t>(1, 16384 / std::max<int64_t>(g.rn, 1)), body);
+    else body(0, g.kn);
+    return;
+  }
+  // Column reduction: the innermost kept dim (length L) is contiguous; for each block of it,
+  // walk every reduced position and accumulate a contiguous row slice.
+  const int64_t L = g.kshape[nk - 1], outer = g.kn / L;
+  constexpr int64_t kBlock = 1024;
+  const int64_t blocks = (L + kBlock - 1) / kBlock;
+  Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
+  Strides ostr(g.kin.begin(), g.kin.end() - 1);
+  if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+  const int nr = static_cast<int>(g.rshape.size());
+  auto body = [&](int64_t b, int64_t e) {
+    std::unique_ptr<A[]> acc(new A[kBlock]);
+    for (int64_t w = b; w < e; ++w) {
+      int64_t o = w / blocks, blk = w % blocks;
+      int64_t j0 = blk * kBlock, len = std::min(kBlock, L - j0);
+      int64_t ooff = 0;
+      for_each_run<1>(oshape.data(), static_cast<int>(oshape.size()), {ostr.data()}, o, 1,
+                      [&](const std::array<int64_t, 1>& off, int64_t) { ooff = off[0]; });
+      for (int64_t j = 0; j < len; ++j) acc[j] = Op::init();
+      const T* row0 = base + ooff + j0;
+      for_each_run<1>(g.rshape.data(), nr, {g.rin.data()}, 0, g.rn,
+                      [&](const std::array<int64_t, 1>& off, int64_t run) {
+                        for (int64_t r = 0; r < run; ++r) {
+                          const T* row = row0 + off[0] + r * g.rin[nr - 1];
+                          A* a = acc.get();
+                          for (int64_t j = 0; j < len; ++j) a[j] = Op::add(a[j], row[j]);
+                        }
+                      });
+      O* dst = out + o * L + j0;
+      for (int64_t j = 0; j < len; ++j) dst[j] = static_cast<O>(acc[j]);
+    }
+  };
+  if (parallel) parallel_for(outer * blocks, 1, body);
+  else body(0, outer * blocks);
+}
+
+template <typename T, bool kMax>
+void arg_kernel(const DeviceData& x, const Geometry& g, int64_t* out) {
+  const T* base = x.data<T>();
+  const int nk = static_cast<int>(g.kshape.size());
+  // Argument reductions run over exactly one dim, so the reduced space is one strided run.
+  const int64_t n = g.rn, rs = g.rin.back();
+  auto body = [&](int64_t b, int64_t e) {
+    for_each_run<1>(g.kshape.data(), nk, {g.kin.data()}, b, e - b,
+                    [&](const std::array<int64_t, 1>& off, int64_t run) {
+                      for (int64_t j = 0; j < run; ++j) {
+                        const T* p = base + off[0] + j * g.kin[nk - 1];
+                        T best = p[0];
+                        int64_t bi = 0;
+                        if (!ew::isnan_(best)) {
+                          for (int64_t i = 1; i < n; ++i) {
+                            T v = p[i * rs];
+                            if (ew::isnan_(v)) { bi = i; break; }
+                            if (kMax ? v > best : v < best) { best = v; bi = i; }
+                          }
+                        }
+                        out[b++] = bi;
+                      }
+                    });
+  };
+  if (g.kn * n >= kParallelThreshold) parallel_for(g.kn, std::max<int64_t>(1, 16384 / n), body);
+  else body(0, g.kn);
+}
+
+}  // namespace
+
+absl::Status run_reduce(Env& env, const Instr& in) {
+  const DeviceData& x = env.get(in.in[0]);
+  DeviceData out = env.alloc(in.shape, in.dtype);
+  const bool arg = in.op == OpId::kArgmax || in.op == OpId::kArgmin;
+  std::vector<int64_t> dims;
+  if (arg) {
+    if (!x.layout.shape.empty()) dims.push_back(in.attrs.i0);
+  } else {
+    dims.assign(in.attrs.dims.begin(), in.attrs.dims.end());
+  }
+  Geometry g = split(x, dims);
+  if (g.kn == 0) {
+    env.set(in.out, std::move(out));
+    return absl::OkStatus();
+  }
+  if (arg) {
+    if (g.rn == 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: cannot reduce over an empty dim", op_name(in.op)));
+    visit_dtype(x.dtype, [&](auto z) {
+      using T = decltype(z);
+      if (in.op == OpId::kArgmax) arg_kernel<T, true>(x, g, out.data<int64_t>());
+      else arg_kernel<T, false>(x, g, out.data<int64_t>());
+    });
+    env.set(in.out, std::move(out));
+    return absl::OkStatus();
+  }
+  if (g.rn == 0 && (in.op == OpId::kAmax || in.op == OpId::kAmin))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: cannot reduce over an empty dim (no identity)", op_name(in.op)));
+  absl::Status st = absl::OkStatus();
+  visit_dtype(x.dtype, [&](auto xz) {
+    using T = decltype(xz);
+    visit_dtype(out.dtype, [&](auto oz) {
+      using O = decltype(oz);
+      O* o = out.data<O>();
+      switch (in.op) {
+        case OpId::kSum: reduce_kernel<T, O, SumOp<T>>(x, g, o); break;
+        case OpId::kProd: reduce_kernel<T, O, ProdOp<T>>(x, g, o); break;
+        case OpId::kAmax: reduce_kernel<T, O, MaxOp<T>>(x, g, o); break;
+        case OpId::kAmin: reduce_kernel<T, O, MinOp<T>>(x, g, o); break;
+        default:
+          st = absl::InternalError(
+              absl::StrFormat("cpu backend: %s is not a reduction", op_name(in.op)));
+      }
+    });
+  });
+  SLOTH_RETURN_IF_ERROR(st);
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+}  // namespace sloth::cpu

@@ -1,0 +1,99 @@
+#include "backends/cpu/strided.h"
+
+#include "backends/cpu/thread_pool.h"
+
+namespace sloth::cpu {
+
+void coalesce(Shape& shape, std::vector<Strides*> strides) {
+  Shape s;
+  std::vector<Strides> st(strides.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    s.push_back(shape[d]);
+    for (size_t k = 0; k < strides.size(); ++k) st[k].push_back((*strides[k])[d]);
+  }
+  if (s.empty()) {
+    // A 0-dim or all-ones shape: one element. Keep stride 0 so loaders see a broadcast.
+    s.push_back(shape.empty() || numel(shape) != 0 ? 1 : 0);
+    for (auto& v : st) v.push_back(0);
+  }
+  // Merge dim d into d+1 when every operand steps over d+1 exactly once per step of d.
+  Shape out{s.back()};
+  std::vector<Strides> ost(st.size());
+  for (size_t k = 0; k < st.size(); ++k) ost[k].push_back(st[k].back());
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) {
+    bool merge = true;
+    for (size_t k = 0; k < st.size() && merge; ++k)
+      merge = st[k][d] == ost[k].front() * out.front();
+    if (merge) {
+      out.front() *= s[d];
+    } else {
+      out.insert(out.begin(), s[d]);
+      for (size_t k = 0; k < st.size(); ++k) ost[k].insert(ost[k].begin(), st[k][d]);
+    }
+  }
+  shape = std::move(out);
+  for (size_t k = 0; k < strides.size(); ++k) *strides[k] = std::move(ost[k]);
+}
+
+namespace {
+
+template <typename S, typename D, bool kAcc>
+void copy_range(D* dst, const int64_t* dst_st, const S* src, const int64_t* src_st,
+                const Shape& shape, int64_t start, int64_t n) {
+  const int nd = static_cast<int>(shape.size());
+  const int64_t ds = dst_st[nd - 1], ss = src_st[nd - 1];
+  for_each_run<2>(shape.data(), nd, {dst_st, src_st}, start, n,
+                  [&](const std::array<int64_t, 2>& off, int64_t run) {
+                    D* o = dst + off[0];
+                    const S* i = src + off[1];
+                    if (ds == 1 && ss == 1) {
+                      for (int64_t j = 0; j < run; ++j) {
+                        if constexpr (kAcc) o[j] = static_cast<D>(o[j] + static_cast<D>(i[j]));
+                        else o[j] = static_cast<D>(i[j]);
+                      }
+                    } else {
+                      for (int64_t j = 0; j < run; ++j) {
+                        if constexpr (kAcc)
+                          o[j * ds] = static_cast<D>(o[j * ds] + static_cast<D>(i[j * ss]));
+                        else o[j * ds] = static_cast<D>(i[j * ss]);
+                      }
+                    }
+                  });
+}
+
+}  // namespace
+
+void copy_strided(void* dst, DType dst_type, IntSpan dst_strides, const void* src,
+                  DType src_type, IntSpan src_strides, IntSpan shape_in, bool accumulate) {
+  Shape shape(shape_in.begin(), shape_in.end());
+  const int64_t n = numel(shape);
+  if (n == 0) return;
+  Strides ds(dst_strides.begin(), dst_strides.end()), ss(src_strides.begin(), src_strides.end());
+  coalesce(shape, {&ds, &ss});
+  visit_dtype(dst_type, [&](auto d0) {
+    using D = decltype(d0);
+    visit_dtype(src_type, [&](auto s0) {
+      using S = decltype(s0);
+      auto body = [&](int64_t b, int64_t e) {
+        if (accumulate)
+          copy_range<S, D, true>(static_cast<D*>(dst), ds.data(), static_cast<const S*>(src),
+                                 ss.data(), shape, b, e - b);
+        else
+          copy_range<S, D, false>(static_cast<D*>(dst), ds.data(), static_cast<const S*>(src),
+                                  ss.data(), shape, b, e - b);
+      };
+      // Accumulating writes may alias (a broadcast dst is never passed, but be safe): serial.
+      if (n >= kParallelThreshold && !accumulate) parallel_for(n, 4096, body);
+      else body(0, n);
+    });
+  });
+}
+
+void copy_into(const lazy::DeviceData& dst, const lazy::DeviceData& src, bool accumulate) {
+  Strides ss = broadcast_strides(src.layout.shape, src.layout.strides, dst.layout.shape);
+  copy_strided(ptr(dst), dst.dtype, dst.layout.strides, ptr(src), src.dtype, ss,
+               dst.layout.shape, accumulate);
+}
+
+}  // namespace sloth::cpu
