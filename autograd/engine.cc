@@ -1,0 +1,216 @@
+#include "autograd/engine.h"
+
+#include <queue>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+
+namespace sloth::autograd {
+namespace {
+
+thread_local bool accumulate_with_graph = false;
+
+// Accumulates into a leaf's .grad. Holds the leaf (the leaf's meta points back weakly).
+class AccumulateGrad final : public GradFn {
+ public:
+  explicit AccumulateGrad(TensorImplPtr leaf) : leaf_(std::move(leaf)) {
+    outputs.push_back({leaf_->shape, leaf_->dtype, leaf_->group->device});
+  }
+  ~AccumulateGrad() override {
+    if (auto* m = meta(*leaf_); m && m->accumulator == this) m->accumulator = nullptr;
+  }
+  std::string name() const override { return "AccumulateGrad"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    TensorImplPtr g = grads.empty() ? nullptr : grads[0];
+    if (!g) return {};
+    AutogradMeta& m = ensure_meta(*leaf_);
+    for (auto& h : m.leaf_hooks) {
+      TensorImplPtr r = h(g);
+      if (r) g = r;
+    }
+    if (!accumulate_with_graph) g = grad_math().detach(g);
+    m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+    return {};
+  }
+  const TensorImplPtr& leaf() const { return leaf_; }
+
+ private:
+  TensorImplPtr leaf_;
+};
+
+struct GradModeGuard {
+  bool prev;
+  explicit GradModeGuard(bool on) : prev(is_grad_enabled()) { set_grad_enabled(on); }
+  ~GradModeGuard() { set_grad_enabled(prev); }
+};
+
+}  // namespace
+
+GradFnPtr grad_accumulator(const TensorImplPtr& leaf) {
+  AutogradMeta& m = ensure_meta(*leaf);
+  if (m.accumulator) return GradFnPtr(m.accumulator);
+  GradFnPtr acc(new AccumulateGrad(leaf));
+  m.accumulator = acc.get();
+  return acc;
+}
+
+std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
+                                        const std::vector<TensorImplPtr>& grad_roots,
+                                        bool retain_graph, bool create_graph,
+                                        const std::vector<TensorImplPtr>& inputs,
+                                        bool allow_unused) {
+  // 1. Root edges and their starting gradients. Every check happens before anything runs,
+  // so a failing call leaves .grad and the graph as they were.
+  std::vector<Edge> root_edges;
+  std::vector<TensorImplPtr> root_grads;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const TensorImplPtr& r = roots[i];
+    Edge e = gradient_edge(r);
+    if (!e.fn)
+      fail("backward: element %d of tensors does not require grad and does not have a grad_fn; "
+           "call requires_grad_() on the leaves you want gradients for",
+           static_cast<int64_t>(i));
+    TensorImplPtr g = i < grad_roots.size() ? grad_roots[i] : nullptr;
+    if (!g) {
+      if (numel(r->shape) != 1)
+        fail("backward: grad can be implicitly created only for scalar outputs, but the output "
+             "has shape %s; pass a gradient of that shape (e.g. ones_like(y)) or reduce with sum()",
+             shape_str(r->shape));
+      g = grad_math().ones_like(r);
+    } else if (g->shape != r->shape) {
+      fail("backward: gradient has shape %s but the output has shape %s", shape_str(g->shape),
+           shape_str(r->shape));
+    }
+    root_edges.push_back(e);
+    root_grads.push_back(g);
+  }
+
+  // 2. Discover the graph and count dependencies (iteratively: graphs can be deep).
+  absl::flat_hash_map<GradFn*, int> deps;
+  std::vector<GradFn*> order;  // discovery order
+  {
+    std::vector<GradFn*> stack;
+    absl::flat_hash_set<GradFn*> seen;
+    for (auto& e : root_edges)
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    while (!stack.empty()) {
+      GradFn* f = stack.back();
+      stack.pop_back();
+      order.push_back(f);
+      for (auto& n : f->next) {
+        if (!n.fn) continue;
+        ++deps[n.fn.get()];
+        if (seen.insert(n.fn.get()).second) stack.push_back(n.fn.get());
+      }
+    }
+  }
+
+  // 3. autograd::grad: capture targets and the nodes needed to reach them.
+  const bool capture_mode = !inputs.empty();
+  std::vector<Edge> targets;
+  absl::flat_hash_set<GradFn*> needed;
+  if (capture_mode) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Edge e = gradient_edge(inputs[i]);
+      if (!e.fn)
+        fail("autograd::grad: input %d does not require grad; call requires_grad_() on it",
+             static_cast<int64_t>(i));
+      targets.push_back(e);
+    }
+    absl::flat_hash_set<GradFn*> target_fns;
+    for (auto& t : targets) target_fns.insert(t.fn.get());
+    // Reverse discovery order visits every node after the nodes it reaches? Not always, so
+    // iterate to a fixed point (graphs here are small relative to the cost of backward).
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        GradFn* f = *it;
+        if (needed.contains(f)) continue;
+        bool need = target_fns.contains(f);
+        for (auto& n : f->next) need |= n.fn && needed.contains(n.fn.get());
+        if (need) { needed.insert(f); changed = true; }
+      }
+    }
+  }
+  for (GradFn* f : order)
+    if ((!capture_mode || needed.contains(f)) && f->released() && !dynamic_cast<AccumulateGrad*>(f))
+      fail("Trying to backward through the graph a second time (or to use saved values after "
+           "they were freed) at %s. Saved values are freed by backward() and autograd::grad(); "
+           "pass retain_graph=true to the first call if you need to go through the graph again",
+           f->name());
+
+  // 4. Run in dependency order, newest node first among the ready ones.
+  GradModeGuard mode(create_graph);
+  accumulate_with_graph = create_graph;
+  absl::flat_hash_map<GradFn*, std::vector<TensorImplPtr>> buffers;
+  auto add_to = [&](GradFn* f, int nr, const TensorImplPtr& g) {
+    if (!g) return;
+    auto& buf = buffers[f];
+    if (buf.size() < f->outputs.size()) buf.resize(std::max<size_t>(f->outputs.size(), nr + 1));
+    if (buf.size() <= static_cast<size_t>(nr)) buf.resize(nr + 1);
+    buf[nr] = buf[nr] ? grad_math().add(buf[nr], g) : g;
+  };
+  auto cmp = [](GradFn* a, GradFn* b) { return a->sequence_nr < b->sequence_nr; };
+  std::priority_queue<GradFn*, std::vector<GradFn*>, decltype(cmp)> ready(cmp);
+  for (size_t i = 0; i < root_edges.size(); ++i)
+    add_to(root_edges[i].fn.get(), root_edges[i].input_nr, root_grads[i]);
+  absl::flat_hash_set<GradFn*> queued;
+  for (auto& e : root_edges)
+    if (deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
+
+  std::vector<TensorImplPtr> captured(targets.size());
+  while (!ready.empty()) {
+    GradFn* f = ready.top();
+    ready.pop();
+    if (capture_mode && !needed.contains(f)) continue;
+    std::vector<TensorImplPtr> grads = std::move(buffers[f]);
+    buffers.erase(f);
+    grads.resize(std::max<size_t>(grads.size(), f->outputs.size()));
+    for (auto& [nr, hook] : f->pre_hooks)
+      if (grads[nr]) {
+        TensorImplPtr r = hook(grads[nr]);
+        if (r) grads[nr] = r;
+      }
+    for (auto& [nr, t] : f->retained)
+      if (grads[nr]) {
+        AutogradMeta& m = ensure_meta(*t);
+        TensorImplPtr g = create_graph ? grads[nr] : grad_math().detach(grads[nr]);
+        m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+      }
+    bool is_target = false;
+    for (size_t i = 0; i < targets.size(); ++i)
+      if (targets[i].fn.get() == f) {
+        is_target = true;
+        captured[i] = grads[targets[i].input_nr];
+      }
+    if (capture_mode && is_target && dynamic_cast<AccumulateGrad*>(f)) continue;
+    std::vector<TensorImplPtr> out = f->apply(std::move(grads));
+    if (!retain_graph) f->release_saved();
+    for (size_t i = 0; i < f->next.size() && i < out.size(); ++i) {
+      const Edge& e = f->next[i];
+      if (!e.fn) continue;
+      add_to(e.fn.get(), e.input_nr, out[i]);
+    }
+    for (const Edge& e : f->next) {
+      if (!e.fn) continue;
+      if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
+    }
+  }
+  accumulate_with_graph = false;
+
+  if (capture_mode) {
+    for (size_t i = 0; i < captured.size(); ++i) {
+      if (!captured[i] && !allow_unused)
+        fail("autograd::grad: input %d was not used in the graph of the outputs; pass "
+             "allow_unused=true if that is expected (its gradient is then undefined)",
+             static_cast<int64_t>(i));
+      if (captured[i] && !create_graph) captured[i] = grad_math().detach(captured[i]);
+    }
+  }
+  return captured;
+}
+
+}  // namespace sloth::autograd

@@ -1,0 +1,167 @@
+// Composite ops, written with other ops of the table. They never reach a backend: fusion
+// turns them back into few kernels (softmax: a reduction, an exp+sum reduction, a divide),
+// and autograd differentiates them through their parts, so they need no formula of their own.
+#include <cmath>
+
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+
+namespace sloth {
+namespace {
+
+using In = std::vector<Tensor>;
+
+Shape dims_of(const Attrs& a) { return Shape(a.dims.begin(), a.dims.end()); }
+
+int64_t reduced_count(const Tensor& x, const Attrs& a) {
+  int64_t n = 1;
+  for (int64_t d : a.dims) n *= x.shape()[d];
+  return n;
+}
+
+Tensor as_float(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(kDefaultFloat); }
+
+Tensor mean_impl(const In& in, const Attrs& a) {
+  Tensor s = sum(in[0], dims_of(a), a.flag);
+  return s / static_cast<double>(reduced_count(in[0], a));
+}
+
+Tensor var_impl(const In& in, const Attrs& a) {
+  const Tensor& x = in[0];
+  Tensor m = mean(x, dims_of(a), true);
+  Tensor d = x - m;
+  Tensor s = sum(d * d, dims_of(a), a.flag);
+  return s / static_cast<double>(reduced_count(x, a) - (a.i0 != 0 ? 1 : 0));
+}
+
+Tensor std_impl(const In& in, const Attrs& a) { return sqrt(var_impl(in, a)); }
+
+Tensor logsumexp_impl(const In& in, const Attrs& a) {
+  Tensor x = as_float(in[0]);
+  // The max only shifts for stability: its gradient cancels exactly, so it is detached.
+  Tensor m = amax(x, dims_of(a), true).detach();
+  Tensor r = log(sum(exp(x - m), dims_of(a), true)) + m;
+  if (!a.flag) {
+    Shape out;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end()) out.push_back(x.shape()[d]);
+    r = r.reshape(out);
+  }
+  return r;
+}
+
+Tensor softmax_impl(const In& in, const Attrs& a) {
+  Tensor x = as_float(in[0]);
+  Tensor m = amax(x, {a.i0}, true).detach();
+  Tensor e = exp(x - m);
+  return e / sum(e, {a.i0}, true);
+}
+
+Tensor log_softmax_impl(const In& in, const Attrs& a) {
+  Tensor x = as_float(in[0]);
+  Tensor m = amax(x, {a.i0}, true).detach();
+  Tensor z = x - m;
+  return z - log(sum(exp(z), {a.i0}, true));
+}
+
+Tensor nll_impl(const In& in, const Attrs&) {
+  const Tensor &lp = in[0], &t = in[1];
+  if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
+  Tensor picked = gather(lp, 1, t.unsqueeze(1));
+  return -mean(picked);
+}
+
+Tensor cross_entropy_impl(const In& in, const Attrs& a) {
+  Attrs ls;
+  ls.i0 = in[0].dim() == 1 ? 0 : 1;
+  return nll_impl({log_softmax_impl({in[0]}, ls), in[1]}, a);
+}
+
+Tensor mse_impl(const In& in, const Attrs&) {
+  Tensor d = in[0] - in[1];
+  return mean(d * d);
+}
+
+Tensor bce_logits_impl(const In& in, const Attrs&) {
+  const Tensor &x = in[0], &y = in[1];
+  return mean(relu(x) - x * y + log1p(exp(-abs(x))));
+}
+
+Tensor dropout_impl(const In& in, const Attrs& a) {
+  const Tensor& x = in[0];
+  if (!a.flag || a.f0 == 0) return x;
+  if (a.f0 == 1) return x * 0.0;
+  Tensor keep = rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())) >= a.f0;
+  return x * keep.to(x.dtype()) * (1.0 / (1.0 - a.f0));
+}
+
+Tensor layer_norm_impl(const In& in, const Attrs& a) {
+  const Tensor& x = in[0];
+  Shape dims;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    dims.push_back(x.dim() - static_cast<int64_t>(a.dims.size()) + static_cast<int64_t>(i));
+  Tensor m = mean(x, dims, true);
+  Tensor c = x - m;
+  Tensor v = mean(c * c, dims, true);
+  Tensor y = c * rsqrt(v + a.f0);
+  if (in.size() > 1) y = y * in[1];
+  if (in.size() > 2) y = y + in[2];
+  return y;
+}
+
+Tensor linear_impl(const In& in, const Attrs&) {
+  Tensor y = matmul(in[0], in[1].t());
+  if (in.size() > 2) y = y + in[2];
+  return y;
+}
+
+Tensor mm_impl(const In& in, const Attrs&) { return matmul(in[0], in[1]); }
+
+Tensor stack_impl(const In& in, const Attrs& a) {
+  std::vector<Tensor> parts;
+  parts.reserve(in.size());
+  for (const auto& t : in) parts.push_back(t.unsqueeze(a.i0));
+  return cat(parts, a.i0);
+}
+
+Tensor embedding_impl(const In& in, const Attrs&) {
+  const Tensor &w = in[0], &idx = in[1];
+  Shape out = idx.shape();
+  out.push_back(w.shape()[1]);
+  return index_select(w, 0, idx.reshape({-1})).reshape(out);
+}
+
+Tensor masked_fill_impl(const In& in, const Attrs&) {
+  Tensor r = where(in[1], in[2], in[0]);
+  return r.dtype() == in[0].dtype() ? r : r.to(in[0].dtype());
+}
+
+Tensor contiguous_impl(const In& in, const Attrs&) { return in[0].contiguous(); }
+
+struct Register {
+  Register() {
+    using internal::register_decomposition;
+    register_decomposition(OpId::kMean, mean_impl);
+    register_decomposition(OpId::kVar, var_impl);
+    register_decomposition(OpId::kStd, std_impl);
+    register_decomposition(OpId::kLogsumexp, logsumexp_impl);
+    register_decomposition(OpId::kSoftmax, softmax_impl);
+    register_decomposition(OpId::kLogSoftmax, log_softmax_impl);
+    register_decomposition(OpId::kCrossEntropy, cross_entropy_impl);
+    register_decomposition(OpId::kNllLoss, nll_impl);
+    register_decomposition(OpId::kMseLoss, mse_impl);
+    register_decomposition(OpId::kBceWithLogits, bce_logits_impl);
+    register_decomposition(OpId::kDropout, dropout_impl);
+    register_decomposition(OpId::kLayerNorm, layer_norm_impl);
+    register_decomposition(OpId::kLinear, linear_impl);
+    register_decomposition(OpId::kMm, mm_impl);
+    register_decomposition(OpId::kBmm, mm_impl);
+    register_decomposition(OpId::kStack, stack_impl);
+    register_decomposition(OpId::kEmbedding, embedding_impl);
+    register_decomposition(OpId::kMaskedFill, masked_fill_impl);
+    register_decomposition(OpId::kContiguous, contiguous_impl);
+  }
+} register_composites;
+
+}  // namespace
+}  // namespace sloth

@@ -1,0 +1,267 @@
+// Derivative formulas, one per differentiable primitive of the op table, written with the
+// public ops: the backward pass is lazy IR, batches with the forward pass, and can itself be
+// differentiated (create_graph). Formulas recompute cheap forward values from the saved
+// inputs instead of saving outputs (bandwidth is the limit; fusion makes recompute free).
+#include <cmath>
+
+#include "autograd/function.h"
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+#include "sloth/view_autograd.h"
+
+namespace sloth {
+namespace {
+
+using autograd::FormulaArgs;
+using lazy::TensorImplPtr;
+using Grads = std::vector<TensorImplPtr>;
+using internal::sum_to;
+
+Tensor in(const FormulaArgs& a, int i) { return Tensor(a.inputs[i]); }
+Tensor grad(const FormulaArgs& a) { return Tensor(a.grad); }
+TensorImplPtr ptr(const Tensor& t) { return t.defined() ? t.impl() : nullptr; }
+Tensor zeros_for(const FormulaArgs& a, int i) {
+  const auto& info = a.input_info[i];
+  return zeros(info.shape, TensorOptions().dtype(info.dtype).device(info.device));
+}
+Tensor mask_of(const Tensor& cond, DType d) { return cond.to(d); }
+
+Grads unary(const FormulaArgs& a) {
+  Tensor x = in(a, 0), g = grad(a);
+  const DType d = g.dtype();
+  Tensor r;
+  switch (a.op) {
+    case OpId::kNeg: r = -g; break;
+    case OpId::kAbs: r = g * sign(x); break;
+    case OpId::kExp: r = g * exp(x); break;
+    case OpId::kLog: r = g / x; break;
+    case OpId::kLog1p: r = g / (x + 1.0); break;
+    case OpId::kSqrt: r = g * rsqrt(x) * 0.5; break;
+    case OpId::kRsqrt: r = g * rsqrt(x) / x * -0.5; break;
+    case OpId::kSin: r = g * cos(x); break;
+    case OpId::kCos: r = -g * sin(x); break;
+    case OpId::kTanh: { Tensor t = tanh(x); r = g * (1.0 - t * t); break; }
+    case OpId::kSigmoid: { Tensor s = sigmoid(x); r = g * s * (1.0 - s); break; }
+    case OpId::kRelu: r = g * mask_of(x > 0.0, d); break;
+    case OpId::kGelu: {
+      Tensor cdf = (erf(x * M_SQRT1_2) + 1.0) * 0.5;
+      Tensor pdf = exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+      r = g * (cdf + x * pdf);
+      break;
+    }
+    case OpId::kSilu: { Tensor s = sigmoid(x); r = g * s * (1.0 + x * (1.0 - s)); break; }
+    case OpId::kErf: r = g * exp(-(x * x)) * M_2_SQRTPI; break;
+    case OpId::kSquare: r = g * x * 2.0; break;
+    case OpId::kReciprocal: r = -g / (x * x); break;
+    case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound: r = g * 0.0; break;
+    case OpId::kCast: r = g; break;
+    default: fail("internal: no unary formula for %s", op_name(a.op));
+  }
+  return {ptr(r)};
+}
+
+Grads binary(const FormulaArgs& a) {
+  Tensor x = in(a, 0), y = in(a, 1), g = grad(a);
+  const DType d = g.dtype();
+  Tensor gx, gy;
+  switch (a.op) {
+    case OpId::kAdd: gx = g; gy = g; break;
+    case OpId::kSub: gx = g; gy = -g; break;
+    case OpId::kMul:
+      if (a.needs[0]) gx = g * y;
+      if (a.needs[1]) gy = g * x;
+      break;
+    case OpId::kDiv:
+      if (a.needs[0]) gx = g / y;
+      if (a.needs[1]) gy = -g * x / (y * y);
+      break;
+    case OpId::kPow:
+      if (a.needs[0]) gx = g * y * pow(x, y - 1.0);
+      if (a.needs[1]) {
+        // d/dy x^y = x^y log x; 0 where x == 0 and y >= 0 (as PyTorch masks it).
+        Tensor safe = where(x == 0.0, 1.0, x);
+        gy = g * pow(x, y) * log(safe);
+      }
+      break;
+    case OpId::kMaximum: case OpId::kMinimum: {
+      Tensor win = a.op == OpId::kMaximum ? x > y : x < y;
+      Tensor tie = mask_of(x == y, d) * 0.5;
+      gx = g * (mask_of(win, d) + tie);
+      gy = g * (mask_of(logical_not(win), d) - tie);
+      break;
+    }
+    default: fail("internal: no binary formula for %s", op_name(a.op));
+  }
+  return {a.needs[0] && gx.defined() ? ptr(sum_to(gx, x.shape())) : nullptr,
+          a.needs[1] && gy.defined() ? ptr(sum_to(gy, y.shape())) : nullptr};
+}
+
+Grads where_grad(const FormulaArgs& a) {
+  Tensor c = in(a, 0), g = grad(a);
+  Tensor z = g * 0.0;
+  return {nullptr, a.needs[1] ? ptr(sum_to(where(c, g, z), a.input_info[1].shape)) : nullptr,
+          a.needs[2] ? ptr(sum_to(where(c, z, g), a.input_info[2].shape)) : nullptr};
+}
+
+Grads clamp_grad(const FormulaArgs& a) {
+  Tensor x = in(a, 0), lo = in(a, 1), hi = in(a, 2), g = grad(a);
+  Tensor pass = logical_and(x >= lo, x <= hi);
+  return {ptr(sum_to(g * pass.to(g.dtype()), x.shape())), nullptr, nullptr};
+}
+
+// A reduced gradient broadcast back over the reduced dims.
+Tensor expand_reduced(const Tensor& g, const FormulaArgs& a) {
+  const Shape& xs = a.input_info[0].shape;
+  Shape keep = xs;
+  for (int64_t d : a.attrs.dims) keep[d] = 1;
+  return g.reshape(keep).expand(xs);
+}
+
+Grads reduce_grad(const FormulaArgs& a) {
+  Tensor x = in(a, 0), g = grad(a);
+  switch (a.op) {
+    case OpId::kSum: return {ptr(expand_reduced(g, a))};
+    case OpId::kProd: {
+      Attrs keep = a.attrs;
+      keep.flag = true;
+      Tensor p = call_op(OpId::kProd, {x}, keep);
+      return {ptr(expand_reduced(g, a) * p / x)};
+    }
+    case OpId::kAmax: case OpId::kAmin: {
+      Attrs keep = a.attrs;
+      keep.flag = true;
+      Tensor m = call_op(a.op, {x.detach()}, keep);
+      Tensor hit = (x == m).to(g.dtype());
+      Tensor count = sum(hit, Shape(a.attrs.dims.begin(), a.attrs.dims.end()), true);
+      return {ptr(expand_reduced(g, a) * hit / count)};
+    }
+    default: fail("internal: no reduction formula for %s", op_name(a.op));
+  }
+}
+
+Grads matmul_grad(const FormulaArgs& a) {
+  Tensor x = in(a, 0), y = in(a, 1), g = grad(a);
+  if (x.dim() == 1 && y.dim() == 1)
+    return {a.needs[0] ? ptr(g * y) : nullptr, a.needs[1] ? ptr(g * x) : nullptr};
+  Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x;
+  Tensor y2 = y.dim() == 1 ? y.unsqueeze(-1) : y;
+  Shape gs = g.shape();
+  if (x.dim() == 1) gs.insert(gs.end() - (y.dim() == 1 ? 0 : 1), 1);
+  if (y.dim() == 1) gs.push_back(1);
+  Tensor g2 = g.reshape(gs);
+  Tensor gx, gy;
+  if (a.needs[0]) gx = sum_to(matmul(g2, y2.transpose(-1, -2)), x2.shape()).reshape(x.shape());
+  if (a.needs[1]) gy = sum_to(matmul(x2.transpose(-1, -2), g2), y2.shape()).reshape(y.shape());
+  return {ptr(gx), ptr(gy)};
+}
+
+Grads view_grad(const FormulaArgs& a) {
+  Tensor g = grad(a);
+  const Shape& xs = a.input_info[0].shape;
+  switch (a.op) {
+    case OpId::kReshape: return {ptr(g.reshape(xs))};
+    case OpId::kPermute: {
+      Shape inv(a.attrs.dims.size());
+      for (size_t i = 0; i < inv.size(); ++i) inv[a.attrs.dims[i]] = static_cast<int64_t>(i);
+      return {ptr(g.permute(inv))};
+    }
+    case OpId::kExpand: return {ptr(sum_to(g, xs))};
+    case OpId::kSlice: return {ptr(call_op(OpId::kSliceScatter, {zeros_for(a, 0), g}, a.attrs))};
+    case OpId::kSelect: return {ptr(call_op(OpId::kSelectScatter, {zeros_for(a, 0), g}, a.attrs))};
+    case OpId::kDiagonal: return {ptr(call_op(OpId::kDiagonalScatter, {zeros_for(a, 0), g}, a.attrs))};
+    case OpId::kAsStrided: return {ptr(call_op(OpId::kAsStridedScatter, {zeros_for(a, 0), g}, a.attrs))};
+    default: fail("internal: no view formula for %s", op_name(a.op));
+  }
+}
+
+Grads scatter_grad(const FormulaArgs& a) {
+  Tensor g = grad(a);
+  OpId view = a.op == OpId::kSliceScatter ? OpId::kSlice
+            : a.op == OpId::kSelectScatter ? OpId::kSelect
+            : a.op == OpId::kDiagonalScatter ? OpId::kDiagonal : OpId::kAsStrided;
+  Tensor gb, gs;
+  if (a.needs[0]) gb = call_op(a.op, {g, zeros_for(a, 1)}, a.attrs);
+  if (a.needs[1]) gs = call_op(view, {g}, a.attrs).clone();
+  return {ptr(gb), ptr(gs)};
+}
+
+Grads index_grad(const FormulaArgs& a) {
+  Tensor g = grad(a);
+  const int64_t dim = a.attrs.i0;
+  switch (a.op) {
+    case OpId::kIndexSelect:
+      return {ptr(index_add(zeros_for(a, 0), dim, in(a, 1).reshape({-1}),
+                            g.dim() == 0 ? g.reshape({1}) : g)),
+              nullptr};
+    case OpId::kGather: return {ptr(scatter_add(zeros_for(a, 0), dim, in(a, 1), g)), nullptr};
+    case OpId::kScatterAdd:
+      return {a.needs[0] ? ptr(g) : nullptr, nullptr, a.needs[2] ? ptr(gather(g, dim, in(a, 1))) : nullptr};
+    case OpId::kIndexAdd:
+      return {a.needs[0] ? ptr(g) : nullptr, nullptr,
+              a.needs[2] ? ptr(index_select(g, dim, in(a, 1))) : nullptr};
+    case OpId::kIndexPut: {
+      Tensor idx = in(a, 1);
+      Tensor gb, gv;
+      if (a.needs[0]) {
+        Shape zs = a.input_info[0].shape;
+        zs[0] = idx.shape()[0];
+        gb = index_put(g, idx, zeros(zs, TensorOptions().dtype(g.dtype()).device(g.device())));
+      }
+      if (a.needs[2]) gv = sum_to(index_select(g, 0, idx), a.input_info[2].shape);
+      return {ptr(gb), nullptr, ptr(gv)};
+    }
+    default: fail("internal: no index formula for %s", op_name(a.op));
+  }
+}
+
+Grads cat_grad(const FormulaArgs& a) {
+  Tensor g = grad(a);
+  Grads out(a.input_info.size());
+  int64_t off = 0;
+  for (size_t i = 0; i < a.input_info.size(); ++i) {
+    int64_t n = a.input_info[i].shape[a.attrs.i0];
+    if (a.needs[i]) out[i] = ptr(g.narrow(a.attrs.i0, off, n));
+    off += n;
+  }
+  return out;
+}
+
+Grads clone_grad(const FormulaArgs& a) { return {a.grad}; }
+
+TensorImplPtr math_add(const TensorImplPtr& a, const TensorImplPtr& b) { return (Tensor(a) + Tensor(b)).impl(); }
+TensorImplPtr math_zeros(const autograd::OutputInfo& i) {
+  return zeros(i.shape, TensorOptions().dtype(i.dtype).device(i.device)).impl();
+}
+TensorImplPtr math_detach(const TensorImplPtr& t) { return Tensor(t).detach().impl(); }
+TensorImplPtr math_ones_like(const TensorImplPtr& t) { return ones_like(Tensor(t)).impl(); }
+TensorImplPtr math_cast(const TensorImplPtr& t, DType d) { return Tensor(t).to(d).impl(); }
+
+struct Register {
+  Register() {
+    autograd::set_grad_math({math_add, math_zeros, math_detach, math_ones_like, math_cast});
+    using autograd::register_formula;
+    for (int i = 0; i < kNumOps; ++i) {
+      const OpInfo& info = op_info(static_cast<OpId>(i));
+      if (info.grad != GradKind::Formula) continue;
+      autograd::Formula f = nullptr;
+      switch (info.category) {
+        case OpCategory::Unary: f = unary; break;
+        case OpCategory::Binary: f = binary; break;
+        case OpCategory::Reduce: f = reduce_grad; break;
+        case OpCategory::Matmul: f = matmul_grad; break;
+        case OpCategory::View: f = view_grad; break;
+        case OpCategory::Scatter: f = scatter_grad; break;
+        case OpCategory::Index: f = index_grad; break;
+        default: break;
+      }
+      if (info.id == OpId::kWhere) f = where_grad;
+      if (info.id == OpId::kClamp) f = clamp_grad;
+      if (info.id == OpId::kCat) f = cat_grad;
+      if (info.id == OpId::kClone) f = clone_grad;
+      register_formula(info.id, f);
+    }
+  }
+} register_formulas;
+
+}  // namespace
+}  // namespace sloth

@@ -1,0 +1,284 @@
+#include "sloth/dispatch.h"
+
+#include <array>
+
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "core/view_layout.h"
+#include "lazy/metrics.h"
+#include "lazy/scheduler.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/ops.h"
+#include "sloth/view_autograd.h"
+
+namespace sloth {
+
+using lazy::NodePtr;
+using lazy::TensorImpl;
+using lazy::TensorImplPtr;
+
+namespace internal {
+namespace {
+std::array<Decomposition, kNumOps>& decompositions() {
+  static std::array<Decomposition, kNumOps> d{};
+  return d;
+}
+}  // namespace
+void register_decomposition(OpId op, Decomposition d) { decompositions()[static_cast<int>(op)] = d; }
+Decomposition decomposition(OpId op) { return decompositions()[static_cast<int>(op)]; }
+
+void sync_tensor(const Tensor& t) {
+  TensorImpl& impl = *t.impl();
+  if (impl.pending()) {
+    NodePtr root = impl.base_value();
+    lazy::sync_nodes({&root, 1}, impl.group->device);
+  }
+}
+}  // namespace internal
+
+namespace {
+
+Device device_of(OpId op, const std::vector<Tensor>& in) {
+  Device d = Device::cpu();
+  bool found = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].impl()->wrapped_number) continue;
+    Device di = in[i].impl()->group->device;
+    if (found && !(di == d))
+      fail("%s: expected all tensors on the same device, but operand %d is on %s and an earlier "
+           "one on %s; move them with .to(Device)",
+           op_name(op), static_cast<int64_t>(i), di.str(), d.str());
+    d = di;
+    found = true;
+  }
+  return d;
+}
+
+bool any_requires_grad(const std::vector<Tensor>& in) {
+  bool any = false;
+  for (const auto& t : in) any |= internal::tracks_grad(t);
+  return any;
+}
+
+// Attaches `op`'s backward to `result` when an operand requires grad.
+void attach_grad_fn(OpId op, const Attrs& attrs, const std::vector<Tensor>& in, Tensor& result) {
+  if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
+  if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
+  Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
+  fn->next.reserve(in.size());
+  fn->saved_.reserve(in.size());
+  fn->input_info_.reserve(in.size());
+  for (const auto& t : in) {
+    const TensorImplPtr& ti = t.impl();
+    bool differentiable = is_floating(ti->dtype) && autograd::requires_grad(*ti);
+    fn->next.push_back(differentiable ? internal::gradient_edge_of(t) : autograd::Edge{});
+    fn->saved_.emplace_back(ti);
+    fn->input_info_.push_back({ti->shape, ti->dtype, ti->group->device});
+  }
+  fn->outputs.push_back({result.shape(), result.dtype(), result.device()});
+  auto& m = autograd::ensure_meta(*result.impl());
+  m.grad_fn = fn;
+  m.output_nr = 0;
+  m.requires_grad = true;
+}
+
+Tensor record(OpId op, const std::vector<Tensor>& in, const Attrs& attrs, OutputMeta out,
+              Device device) {
+  absl::InlinedVector<NodePtr, 4> values;
+  for (const auto& t : in) values.push_back(t.impl()->value());
+  NodePtr n = lazy::Node::make(op, std::move(out.shape), out.dtype, attrs, values);
+  Tensor result(TensorImpl::make(std::move(n), device));
+  attach_grad_fn(op, attrs, in, result);
+  return result;
+}
+
+Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
+  const TensorImplPtr& xi = x.impl();
+  auto prim = lower_view(op, xi->shape, attrs);
+  Layout logical{xi->shape, xi->strides, xi->storage_offset};
+  std::optional<Layout> l;
+  if (prim.op == OpId::kAsStrided) {
+    l = Layout{Shape(prim.attrs.dims.begin(), prim.attrs.dims.end()),
+               Strides(prim.attrs.dims2.begin(), prim.attrs.dims2.end()), prim.attrs.i0};
+  } else {
+    l = apply_view(prim.op, prim.attrs, logical);
+  }
+  if (!l) {
+    if (op == OpId::kView)
+      fail("view: the input %s with strides %s cannot be viewed as %s without a copy (its memory "
+           "is not laid out for it); use reshape(), which copies when it must, or call "
+           "contiguous() first",
+           shape_str(xi->shape), shape_str(xi->strides), shape_str(prim.attrs.dims));
+    // reshape of a non-viewable layout copies, as in PyTorch.
+    Tensor c = call_op(OpId::kClone, {x});
+    return make_view(op, c, attrs);
+  }
+  Tensor v(TensorImpl::view_of(xi, prim.op, prim.attrs, *l));
+  if (internal::tracks_grad(x) && is_floating(xi->dtype)) {
+    if (autograd::is_grad_enabled()) {
+      attach_grad_fn(prim.op, prim.attrs, {x}, v);
+      autograd::ensure_meta(*v.impl()).view_version = xi->group->version;
+    } else {
+      // A view made under no_grad keeps no history and never gets one regenerated.
+      autograd::ensure_meta(*v.impl()).frozen_view = true;
+    }
+  }
+  return v;
+}
+
+bool has_internal_overlap(const TensorImpl& t) {
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (t.shape[i] > 1 && t.strides[i] == 0) return true;
+  for (const auto& s : t.chain)
+    if (s.op == OpId::kExpand)
+      for (size_t i = 0; i < s.attrs.dims.size(); ++i) {
+        size_t lead = s.attrs.dims.size() - s.in_shape.size();
+        int64_t from = i < lead ? 1 : s.in_shape[i - lead];
+        if (from == 1 && s.attrs.dims[i] > 1) return true;
+      }
+  return false;
+}
+
+// The out-of-place value an in-place op writes, as a fresh tensor of self's shape and dtype.
+Tensor inplace_result(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
+  const Tensor& self = in[0];
+  Tensor r;
+  switch (op) {
+    case OpId::kCopy_: {
+      r = in[1];
+      if (r.dtype() != self.dtype()) r = r.to(self.dtype());
+      if (r.shape() != self.shape()) r = r.expand(self.shape());
+      r = call_op(OpId::kClone, {r});  // a fresh value: groups never share a node
+      break;
+    }
+    case OpId::kFill_: {
+      Attrs a;
+      a.dims.assign(self.shape().begin(), self.shape().end());
+      a.dtype = self.dtype();
+      r = call_op(OpId::kFull, {in[1]}, a);
+      break;
+    }
+    case OpId::kZero_: {
+      Attrs a;
+      a.dims.assign(self.shape().begin(), self.shape().end());
+      a.dtype = self.dtype();
+      r = call_op(OpId::kFull, {wrap_scalar(0)}, a);
+      break;
+    }
+    case OpId::kAdd_: r = call_op(OpId::kAdd, {self, in[1]}); break;
+    case OpId::kSub_: r = call_op(OpId::kSub, {self, in[1]}); break;
+    case OpId::kMul_: r = call_op(OpId::kMul, {self, in[1]}); break;
+    case OpId::kDiv_: r = call_op(OpId::kDiv, {self, in[1]}); break;
+    case OpId::kClamp_: r = call_op(OpId::kClamp, {self, in[1], in[2]}); break;
+    case OpId::kRelu_: r = call_op(OpId::kRelu, {self}); break;
+    case OpId::kMaskedFill_: r = call_op(OpId::kMaskedFill, {self, in[1], in[2]}); break;
+    case OpId::kIndexPut_: {
+      Tensor v = in[2].dtype() == self.dtype() ? in[2] : in[2].to(self.dtype());
+      r = call_op(OpId::kIndexPut, {self, in[1], v});
+      break;
+    }
+    default: fail("internal: %s is not an in-place op", op_name(op));
+  }
+  if (r.dtype() != self.dtype()) r = r.to(self.dtype());
+  (void)attrs;
+  return r;
+}
+
+Tensor do_inplace(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
+  const Tensor& self = in[0];
+  TensorImpl& si = *self.impl();
+  const bool grad_mode = autograd::is_grad_enabled();
+  if (grad_mode) {
+    const TensorImpl* leaf = si.is_view() ? si.view_base.get() : &si;
+    auto* m = autograd::meta(*leaf);
+    if (m && m->requires_grad && !m->grad_fn)
+      fail("%s: a %sleaf tensor that requires grad (%s %s) is being used in an in-place "
+           "operation; wrap the update in NoGradGuard (as optimizers do), or clone() it first",
+           op_name(op), si.is_view() ? "view of a " : "", dtype_name(leaf->dtype),
+           shape_str(leaf->shape));
+  }
+  if (has_internal_overlap(si))
+    fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
+         "strides %s) refers to a single memory location (it is an expanded view); clone() it "
+         "before writing",
+         op_name(op), shape_str(si.shape), shape_str(si.strides));
+  Tensor r = inplace_result(op, in, attrs);
+  const bool track = grad_mode && (autograd::requires_grad(*r.impl()) || autograd::requires_grad(si) ||
+                                   (si.is_view() && autograd::requires_grad(*si.view_base)));
+  if (track && si.is_view()) {
+    internal::rebase_view_history(self, r);  // CopySlices on the base, before the write
+  }
+  si.write(r.impl()->value());
+  if (track) {
+    if (si.is_view()) {
+      internal::refresh_view_grad_fn(self);
+    } else {
+      auto& m = autograd::ensure_meta(si);
+      auto* rm = autograd::meta(*r.impl());
+      m.grad_fn = rm ? rm->grad_fn : nullptr;
+      m.output_nr = rm ? rm->output_nr : 0;
+      m.requires_grad = m.grad_fn != nullptr || m.requires_grad;
+    }
+  }
+  return self;
+}
+
+}  // namespace
+
+Tensor wrap_scalar(double v) { return Tensor(TensorImpl::wrapped_scalar(v)); }
+
+Tensor call_op(OpId op, std::vector<Tensor> in, Attrs attrs) {
+  const OpInfo& info = op_info(op);
+  absl::InlinedVector<TensorMeta, 4> metas;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].defined())
+      fail("%s: operand %d is an undefined tensor", info.name, static_cast<int64_t>(i));
+    const TensorImpl& t = *in[i].impl();
+    metas.push_back({&t.shape, t.dtype, t.wrapped_number});
+  }
+  OutputMeta out;
+  throw_if_error(infer(op, metas, attrs, &out));
+  Device device = device_of(op, in);
+  ++lazy::counters().ops_traced;
+  Tensor result;
+  switch (info.category) {
+    case OpCategory::Composite: {
+      auto d = internal::decomposition(op);
+      if (d == nullptr) fail("internal: %s has no decomposition", info.name);
+      result = d(in, attrs);
+      break;
+    }
+    case OpCategory::View:
+      if (op == OpId::kSplit || op == OpId::kChunk)
+        fail("%s returns several tensors; call it through Tensor::%s", info.name, info.name);
+      result = make_view(op, in[0], attrs);
+      break;
+    case OpCategory::Inplace:
+      result = do_inplace(op, in, attrs);
+      break;
+    default:
+      result = record(op, in, attrs, std::move(out), device);
+      break;
+  }
+  lazy::maybe_auto_flush();
+  return result;
+}
+
+std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
+  if (!x.defined()) fail("%s: operand 0 is an undefined tensor", op_name(op));
+  TensorMeta m{&x.impl()->shape, x.dtype(), false};
+  OutputMeta out;
+  throw_if_error(infer(op, {&m, 1}, attrs, &out));
+  const int64_t dim = attrs.i1, size = x.shape()[dim];
+  int64_t piece = op == OpId::kSplit ? attrs.i0 : (size + attrs.i0 - 1) / attrs.i0;
+  std::vector<Tensor> parts;
+  if (piece == 0) piece = 1;
+  for (int64_t start = 0; start < size || (size == 0 && parts.empty()); start += piece) {
+    int64_t len = std::min(piece, size - start);
+    parts.push_back(x.narrow(dim, start, std::max<int64_t>(len, 0)));
+    if (size == 0) break;
+  }
+  return parts;
+}
+
+}  // namespace sloth

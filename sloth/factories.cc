@@ -1,0 +1,193 @@
+// Factories. Host data (tensor, from_vector, from_blob) becomes a data leaf at once; the
+// others (zeros, full, arange, rand, ...) are lazy ops whose numbers enter as data, so a
+// loop that makes them with new values each step keeps one plan. Random numbers come from a
+// counter-based generator: (seed, offset) is data, and the offset advances by numel per call.
+#include <cmath>
+#include <cstring>
+
+#include "lazy/backend.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+
+namespace sloth {
+namespace {
+
+struct RngState {
+  uint64_t seed = 0x5eed;
+  uint64_t offset = 0;
+};
+RngState& rng() {
+  static RngState r;
+  return r;
+}
+
+Tensor finish(Tensor t, const TensorOptions& o) {
+  if (!o.device_.is_cpu() || !t.device().is_cpu()) t = t.to(o.device_);
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+Attrs shape_attrs(const Shape& s, DType d) {
+  Attrs a;
+  a.dims.assign(s.begin(), s.end());
+  a.dtype = d;
+  return a;
+}
+
+template <typename T>
+Tensor host_tensor(const T* values, int64_t n, const Shape& shape, DType dtype) {
+  lazy::DeviceData d = lazy::allocate_data(cpu_allocator(), shape, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using D = decltype(tag);
+    D* out = d.data<D>();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(values[i]);
+  });
+  return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu()));
+}
+
+Shape resolve_shape(const char* op, Shape shape, int64_t n) {
+  if (shape.empty()) shape = {-1};
+  auto s = infer_size(op, shape, n, Shape{n});
+  throw_if_error(s.status());
+  return *s;
+}
+
+Tensor random_op(OpId op, const Shape& shape, DType dtype, Attrs a) {
+  a.dims.assign(shape.begin(), shape.end());
+  a.dtype = dtype;
+  RngState& r = rng();
+  // Seeds are data: only the low 52 bits survive the trip through a double.
+  Tensor t = call_op(op, {wrap_scalar(static_cast<double>(r.seed & ((1ull << 52) - 1))),
+                          wrap_scalar(static_cast<double>(r.offset))},
+                     a);
+  r.offset += static_cast<uint64_t>(numel(shape));
+  return t;
+}
+
+DType float_or(const TensorOptions& o) { return o.has_dtype_ ? o.dtype_ : kDefaultFloat; }
+
+}  // namespace
+
+bool cuda_is_available() { return lazy::has_backend(DeviceType::kCUDA); }
+
+Tensor tensor(std::vector<double> values, Shape shape, TensorOptions o) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  Shape s = resolve_shape("tensor", std::move(shape), n);
+  return finish(host_tensor(values.data(), n, s, float_or(o)), o);
+}
+
+Tensor tensor(double scalar, TensorOptions o) {
+  return finish(host_tensor(&scalar, 1, {}, float_or(o)), o);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, Shape shape, TensorOptions o) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  Shape s = resolve_shape("from_vector", std::move(shape), n);
+  DType d = o.has_dtype_ ? o.dtype_ : DTypeOf<T>::value;
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> tmp(values.begin(), values.end());
+    return finish(host_tensor(tmp.data(), n, s, d), o);
+  } else {
+    return finish(host_tensor(values.data(), n, s, d), o);
+  }
+}
+template Tensor from_vector<float>(const std::vector<float>&, Shape, TensorOptions);
+template Tensor from_vector<double>(const std::vector<double>&, Shape, TensorOptions);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, Shape, TensorOptions);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, Shape, TensorOptions);
+template Tensor from_vector<bool>(const std::vector<bool>&, Shape, TensorOptions);
+
+Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter) {
+  for (int64_t d : shape)
+    if (d < 0) fail("from_blob: negative size in shape %s", shape_str(shape));
+  lazy::DeviceData d;
+  size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+  d.storage = make_ref<Storage>(data, bytes, Device::cpu(), std::move(deleter));
+  d.layout = {shape, contiguous_strides(shape), 0};
+  d.dtype = dtype;
+  return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu()));
+}
+
+Tensor full(Shape shape, double value, TensorOptions o) {
+  DType d = o.has_dtype_ ? o.dtype_ : kDefaultFloat;
+  return finish(call_op(OpId::kFull, {wrap_scalar(value)}, shape_attrs(shape, d)), o);
+}
+Tensor empty(Shape shape, TensorOptions o) { return full(std::move(shape), 0, o); }
+Tensor zeros(Shape shape, TensorOptions o) { return full(std::move(shape), 0, o); }
+Tensor ones(Shape shape, TensorOptions o) { return full(std::move(shape), 1, o); }
+
+Tensor arange(double end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(double start, double end, double step, TensorOptions o) {
+  if (step == 0) fail("arange: step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end))
+    fail("arange: start (%g) and end (%g) must be finite", start, end);
+  if ((end - start) / step < 0)
+    fail("arange: upper bound and larger bound inconsistent with step sign (start %g, end %g, "
+         "step %g)",
+         start, end, step);
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  bool integral = start == std::trunc(start) && end == std::trunc(end) && step == std::trunc(step);
+  DType d = o.has_dtype_ ? o.dtype_ : integral ? DType::kInt64 : kDefaultFloat;
+  return finish(call_op(OpId::kArange, {wrap_scalar(start), wrap_scalar(step)}, shape_attrs({n}, d)), o);
+}
+Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
+  if (steps < 0) fail("linspace: number of steps must be non-negative, got %d", steps);
+  return finish(call_op(OpId::kLinspace, {wrap_scalar(start), wrap_scalar(end)},
+                        shape_attrs({steps}, float_or(o))),
+                o);
+}
+Tensor eye(int64_t n, TensorOptions o) {
+  if (n < 0) fail("eye: n must be non-negative, got %d", n);
+  return finish(call_op(OpId::kEye, {}, shape_attrs({n, n}, float_or(o))), o);
+}
+
+void manual_seed(uint64_t seed) { rng() = {seed, 0}; }
+
+Tensor rand(Shape shape, TensorOptions o) {
+  return finish(random_op(OpId::kRand, shape, float_or(o), {}), o);
+}
+Tensor randn(Shape shape, TensorOptions o) {
+  return finish(random_op(OpId::kRandn, shape, float_or(o), {}), o);
+}
+Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
+  Attrs a;
+  a.i0 = low;
+  a.i1 = high;
+  return finish(random_op(OpId::kRandint, shape, o.has_dtype_ ? o.dtype_ : DType::kInt64, a), o);
+}
+
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
+Tensor full_like(const Tensor& x, double v) { return full(x.shape(), v, TensorOptions().dtype(x.dtype()).device(x.device())); }
+Tensor empty_like(const Tensor& x) { return zeros_like(x); }
+Tensor rand_like(const Tensor& x) { return rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
+Tensor randn_like(const Tensor& x) { return randn(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  lazy::Backend* dst = lazy::backend_for(target);
+  lazy::Backend* src = lazy::backend_for(device());
+  if (dst == nullptr)
+    fail("to(%s): no backend for that device; %s", target.str(),
+         target.is_cuda() ? "build with --config=cuda and run on a machine with a GPU" : "link //backends/cpu");
+  Tensor c = contiguous();
+  internal::sync_tensor(c);
+  lazy::DeviceData in = *c.impl()->value()->data;
+  lazy::DeviceData out = lazy::allocate_data(dst->allocator(), in.layout.shape, in.dtype);
+  size_t bytes = static_cast<size_t>(in.numel()) * dtype_size(in.dtype);
+  if (device().is_cpu()) {
+    dst->copy_from_host(in.raw(), out.raw(), bytes);
+  } else if (target.is_cpu()) {
+    src->copy_to_host(in.raw(), out.raw(), bytes);
+  } else {
+    std::vector<char> host(bytes);
+    src->copy_to_host(in.raw(), host.data(), bytes);
+    dst->copy_from_host(host.data(), out.raw(), bytes);
+  }
+  // A device move copies the data; it does not carry autograd history across devices.
+  return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(out)), target));
+}
+
+}  // namespace sloth

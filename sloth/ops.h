@@ -1,0 +1,168 @@
+// The op functions of the public API (API.md). Each one checks its inputs against the op
+// table's rule (throwing sloth::Error before anything is recorded), records lazy IR and
+// attaches autograd history when grad is needed.
+#pragma once
+
+#include <vector>
+
+#include "sloth/tensor.h"
+
+namespace sloth {
+
+// ---- elementwise (NumPy broadcasting, PyTorch type promotion) ----
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+Tensor clamp(const Tensor& x, double lo, double hi);
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+
+// ---- reductions: dims may be negative; {} means all dims ----
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, Shape dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, Shape dims, bool keepdim = false);
+Tensor amax(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor var(const Tensor& x, Shape dims, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& x, Shape dims, bool unbiased = true, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, Shape dims, bool keepdim = false);
+
+// ---- linear algebra ----
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {});
+
+// ---- shape ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- indexing ----
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_put(const Tensor& base, const Tensor& index, const Tensor& values);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor one_hot(const Tensor& indices, int64_t num_classes);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+
+// ---- functional forms of views' inverses ----
+Tensor slice_scatter(const Tensor& base, const Tensor& src, int64_t dim, int64_t start,
+                     int64_t end, int64_t step = 1);
+Tensor select_scatter(const Tensor& base, const Tensor& src, int64_t dim, int64_t index);
+Tensor diagonal_scatter(const Tensor& base, const Tensor& src, int64_t offset = 0,
+                        int64_t d0 = 0, int64_t d1 = 1);
+Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Shape stride,
+                          int64_t offset = 0);
+
+// ---- neural-network functions ----
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
+Tensor dropout(const Tensor& x, double p, bool train);
+Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w = {},
+                  const Tensor& b = {}, double eps = 1e-5);
+
+// ---- operators ----
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(double a, const Tensor& b);
+Tensor operator!=(double a, const Tensor& b);
+Tensor operator<(double a, const Tensor& b);
+Tensor operator<=(double a, const Tensor& b);
+Tensor operator>(double a, const Tensor& b);
+Tensor operator>=(double a, const Tensor& b);
+
+// ---- factories (TensorOptions last; float32 on the CPU by default) ----
+Tensor tensor(std::vector<double> values, Shape shape = {-1}, TensorOptions = {});
+Tensor tensor(double scalar, TensorOptions = {});
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, Shape shape, TensorOptions = {});
+Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter = {});
+Tensor empty(Shape shape, TensorOptions = {});
+Tensor zeros(Shape shape, TensorOptions = {});
+Tensor ones(Shape shape, TensorOptions = {});
+Tensor full(Shape shape, double value, TensorOptions = {});
+Tensor arange(double end, TensorOptions = {});
+Tensor arange(double start, double end, double step = 1, TensorOptions = {});
+Tensor linspace(double start, double end, int64_t steps, TensorOptions = {});
+Tensor eye(int64_t n, TensorOptions = {});
+void manual_seed(uint64_t seed);
+Tensor rand(Shape shape, TensorOptions = {});
+Tensor randn(Shape shape, TensorOptions = {});
+Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions = {});
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+Tensor full_like(const Tensor& x, double value);
+Tensor rand_like(const Tensor& x);
+Tensor randn_like(const Tensor& x);
+Tensor empty_like(const Tensor& x);
+
+}  // namespace sloth

@@ -1,0 +1,424 @@
+// Tensor members: metadata, reading values (sync points), views, in-place ops, autograd.
+#include "sloth/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "lazy/backend.h"
+#include "lazy/metrics.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+#include "sloth/view_autograd.h"
+
+namespace sloth {
+
+using lazy::TensorImpl;
+
+Tensor::Tensor() = default;
+Tensor::Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
+Tensor::~Tensor() = default;
+Tensor::Tensor(const Tensor&) = default;
+Tensor::Tensor(Tensor&&) noexcept = default;
+Tensor& Tensor::operator=(const Tensor&) = default;
+Tensor& Tensor::operator=(Tensor&&) noexcept = default;
+
+namespace {
+const TensorImpl& need(const Tensor& t, const char* what) {
+  if (!t.defined()) fail("%s: the tensor is undefined (default-constructed)", what);
+  return *t.impl();
+}
+}  // namespace
+
+const Shape& Tensor::shape() const { return need(*this, "shape").shape; }
+int64_t Tensor::size(int64_t dim) const {
+  const auto& s = shape();
+  auto d = wrap_dim("size", dim, static_cast<int64_t>(s.size()));
+  throw_if_error(d.status());
+  if (s.empty()) fail("size: a 0-dim tensor has no dims");
+  return s[*d];
+}
+const Strides& Tensor::strides() const { return need(*this, "strides").strides; }
+int64_t Tensor::storage_offset() const { return need(*this, "storage_offset").storage_offset; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(shape().size()); }
+int64_t Tensor::numel() const { return sloth::numel(shape()); }
+DType Tensor::dtype() const { return need(*this, "dtype").dtype; }
+Device Tensor::device() const { return need(*this, "device").group->device; }
+bool Tensor::is_contiguous() const { return sloth::is_contiguous(shape(), strides()); }
+
+// ---- reading values --------------------------------------------------------------------------
+namespace {
+
+// The tensor's data on the host, synced (zero-copy for CPU tensors).
+lazy::DeviceData host_data(const Tensor& t) {
+  need(t, "read");
+  ++lazy::counters().host_syncs;
+  lazy::NodePtr v = t.impl()->value();
+  if (v->op == OpId::kScalar) {
+    lazy::DeviceData d = lazy::allocate_data(cpu_allocator(), {}, v->dtype);
+    if (v->dtype == DType::kInt64) *d.data<int64_t>() = static_cast<int64_t>(v->scalar);
+    else *d.data<double>() = v->scalar;
+    return d;
+  }
+  internal::sync_tensor(t);
+  v = t.impl()->value();
+  lazy::DeviceData d = *v->data;
+  if (!d.storage->device().is_cpu()) {
+    Tensor h = t.to(Device::cpu());
+    return host_data(h);
+  }
+  return d;
+}
+
+template <typename T>
+void gather_values(const lazy::DeviceData& d, std::vector<T>& out) {
+  const int64_t n = d.numel();
+  out.resize(n);
+  if (n == 0) return;
+  const auto& shape = d.layout.shape;
+  const auto& st = d.layout.strides;
+  const int64_t r = static_cast<int64_t>(shape.size());
+  visit_dtype(d.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S* base = d.data<S>();
+    std::vector<int64_t> idx(r, 0);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = static_cast<T>(base[off]);
+      for (int64_t k = r - 1; k >= 0; --k) {
+        if (++idx[k] < shape[k]) { off += st[k]; break; }
+        off -= st[k] * (shape[k] - 1);
+        idx[k] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out;
+  gather_values(host_data(*this), out);
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+
+double Tensor::item() const {
+  if (numel() != 1)
+    fail("item: only a tensor with one element can be converted to a number, got shape %s; "
+         "reduce it first (sum, mean) or index it",
+         shape_str(shape()));
+  return to_vector<double>()[0];
+}
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "[ undefined tensor ]";
+  std::vector<double> v = to_vector<double>();
+  const Shape& s = shape();
+  std::ostringstream os;
+  const bool fl = is_floating(dtype());
+  std::function<void(size_t, int64_t&)> rec = [&](size_t d, int64_t& i) {
+    if (d == s.size()) {
+      if (dtype() == DType::kBool) os << (v[i] != 0 ? "true" : "false");
+      else if (fl) os << v[i];
+      else os << static_cast<int64_t>(v[i]);
+      ++i;
+      return;
+    }
+    os << "[";
+    for (int64_t k = 0; k < s[d]; ++k) {
+      if (k) os << (d + 1 == s.size() ? ", " : ",\n" + std::string(d + 8, ' '));
+      rec(d + 1, i);
+    }
+    os << "]";
+  };
+  int64_t i = 0;
+  os << "tensor(";
+  rec(0, i);
+  os << ", dtype=" << dtype_name(dtype());
+  if (!device().is_cpu()) os << ", device=" << device().str();
+  if (requires_grad()) os << (is_leaf() ? ", requires_grad=true" : ", grad_fn=" + grad_fn_name());
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+Tensor Tensor::to(DType d) const {
+  if (d == dtype()) return *this;
+  Attrs a;
+  a.dtype = d;
+  return call_op(OpId::kCast, {*this}, a);
+}
+
+Tensor Tensor::clone() const { return call_op(OpId::kClone, {*this}); }
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+// ---- autograd --------------------------------------------------------------------------------
+bool Tensor::requires_grad() const { return internal::tracks_grad(*this); }
+
+Tensor& Tensor::requires_grad_(bool r) {
+  auto* m = autograd::meta(*impl());
+  if (!r && m && m->grad_fn)
+    fail("requires_grad_(false): you can only change requires_grad of leaf tensors; this one "
+         "was computed by %s (use detach() to get a tensor without history)",
+         m->grad_fn->name());
+  if (r && !is_floating(dtype()))
+    fail("requires_grad_: only floating-point tensors can require gradients, got %s",
+         dtype_name(dtype()));
+  autograd::ensure_meta(*impl()).requires_grad = r;
+  return *this;
+}
+
+bool Tensor::is_leaf() const {
+  auto* m = autograd::meta(*impl());
+  internal::tracks_grad(*this);
+  return m == nullptr || !m->grad_fn;
+}
+
+Tensor Tensor::grad() const {
+  auto* m = autograd::meta(*impl());
+  return m && m->grad ? Tensor(m->grad) : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined() && g.shape() != shape())
+    fail("set_grad: gradient of shape %s does not match the tensor's shape %s",
+         shape_str(g.shape()), shape_str(shape()));
+  autograd::ensure_meta(*impl()).grad = g.defined() ? g.impl() : nullptr;
+}
+
+void Tensor::retain_grad() {
+  auto& m = autograd::ensure_meta(*impl());
+  if (!m.grad_fn) return;  // leaves keep their grad anyway
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  m.grad_fn->retained.push_back({m.output_nr, impl().get()});
+}
+bool Tensor::retains_grad() const {
+  auto* m = autograd::meta(*impl());
+  return m && m->retains_grad;
+}
+
+void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
+  autograd::run_backward({impl()}, {grad_output.defined() ? grad_output.impl() : nullptr},
+                         retain_graph, create_graph, {}, false);
+}
+
+Tensor Tensor::detach() const { return Tensor(TensorImpl::alias_of(impl())); }
+
+Tensor& Tensor::detach_() {
+  if (auto* m = autograd::meta(*impl())) {
+    m->grad_fn.reset();
+    m->requires_grad = false;
+  }
+  return *this;
+}
+
+int64_t Tensor::version() const { return need(*this, "version").group->version; }
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+  if (!requires_grad())
+    fail("register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  autograd::Hook h = [hook](const lazy::TensorImplPtr& g) -> lazy::TensorImplPtr {
+    Tensor r = hook(Tensor(g));
+    return r.defined() ? r.impl() : nullptr;
+  };
+  auto& m = autograd::ensure_meta(*impl());
+  if (m.grad_fn) m.grad_fn->pre_hooks.push_back({m.output_nr, std::move(h)});
+  else m.leaf_hooks.push_back(std::move(h));
+}
+
+std::string Tensor::grad_fn_name() const {
+  internal::tracks_grad(*this);
+  auto* m = autograd::meta(*impl());
+  return m && m->grad_fn ? m->grad_fn->name() : "";
+}
+
+// ---- views -------------------------------------------------------------------------------------
+namespace {
+Attrs dims_attrs(const Shape& dims) {
+  Attrs a;
+  a.dims.assign(dims.begin(), dims.end());
+  return a;
+}
+}  // namespace
+
+Tensor Tensor::view(Shape s) const { return call_op(OpId::kView, {*this}, dims_attrs(s)); }
+Tensor Tensor::reshape(Shape s) const { return call_op(OpId::kReshape, {*this}, dims_attrs(s)); }
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  Attrs a;
+  a.i0 = start;
+  a.i1 = end;
+  return call_op(OpId::kFlatten, {*this}, a);
+}
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  Attrs a;
+  a.i0 = d0;
+  a.i1 = d1;
+  return call_op(OpId::kTranspose, {*this}, a);
+}
+Tensor Tensor::t() const { return call_op(OpId::kT, {*this}); }
+Tensor Tensor::permute(Shape dims) const { return call_op(OpId::kPermute, {*this}, dims_attrs(dims)); }
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  Attrs a;
+  a.i0 = dim;
+  a.i1 = start;
+  a.i2 = end;
+  a.i3 = step;
+  return call_op(OpId::kSlice, {*this}, a);
+}
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  Attrs a;
+  a.i0 = dim;
+  a.i1 = start;
+  a.i2 = length;
+  return call_op(OpId::kNarrow, {*this}, a);
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  Attrs a;
+  a.i0 = dim;
+  a.i1 = index;
+  return call_op(OpId::kSelect, {*this}, a);
+}
+Tensor Tensor::expand(Shape s) const { return call_op(OpId::kExpand, {*this}, dims_attrs(s)); }
+Tensor Tensor::squeeze(int64_t dim) const { return call_op(OpId::kSqueeze, {*this}, dims_attrs({dim})); }
+Tensor Tensor::squeeze() const {
+  Attrs a;
+  a.flag = true;
+  return call_op(OpId::kSqueeze, {*this}, a);
+}
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  Attrs a;
+  a.i0 = dim;
+  return call_op(OpId::kUnsqueeze, {*this}, a);
+}
+Tensor Tensor::diagonal(int64_t offset, int64_t d0, int64_t d1) const {
+  Attrs a;
+  a.i0 = offset;
+  a.i1 = d0;
+  a.i2 = d1;
+  return call_op(OpId::kDiagonal, {*this}, a);
+}
+Tensor Tensor::as_strided(Shape size, Shape stride, int64_t offset) const {
+  Attrs a = dims_attrs(size);
+  a.dims2.assign(stride.begin(), stride.end());
+  a.i0 = offset;
+  return call_op(OpId::kAsStrided, {*this}, a);
+}
+std::vector<Tensor> Tensor::split(int64_t size, int64_t dim) const {
+  Attrs a;
+  a.i0 = size;
+  a.i1 = dim;
+  return call_op_list(OpId::kSplit, *this, a);
+}
+std::vector<Tensor> Tensor::chunk(int64_t n, int64_t dim) const {
+  Attrs a;
+  a.i0 = n;
+  a.i1 = dim;
+  return call_op_list(OpId::kChunk, *this, a);
+}
+bool Tensor::is_view() const { return need(*this, "is_view").is_view(); }
+Tensor Tensor::base() const { return is_view() ? Tensor(impl()->view_base) : Tensor(); }
+
+// ---- in-place ----------------------------------------------------------------------------------
+Tensor& Tensor::copy_(const Tensor& src) { call_op(OpId::kCopy_, {*this, src}); return *this; }
+Tensor& Tensor::fill_(double v) { call_op(OpId::kFill_, {*this, wrap_scalar(v)}); return *this; }
+Tensor& Tensor::zero_() { call_op(OpId::kZero_, {*this}); return *this; }
+Tensor& Tensor::add_(const Tensor& o, double alpha) {
+  call_op(OpId::kAdd_, {*this, alpha == 1 ? o : o * alpha});
+  return *this;
+}
+Tensor& Tensor::add_(double o) { call_op(OpId::kAdd_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::sub_(const Tensor& o, double alpha) {
+  call_op(OpId::kSub_, {*this, alpha == 1 ? o : o * alpha});
+  return *this;
+}
+Tensor& Tensor::sub_(double o) { call_op(OpId::kSub_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::mul_(const Tensor& o) { call_op(OpId::kMul_, {*this, o}); return *this; }
+Tensor& Tensor::mul_(double o) { call_op(OpId::kMul_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::div_(const Tensor& o) { call_op(OpId::kDiv_, {*this, o}); return *this; }
+Tensor& Tensor::div_(double o) { call_op(OpId::kDiv_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::clamp_(double lo, double hi) {
+  call_op(OpId::kClamp_, {*this, wrap_scalar(lo), wrap_scalar(hi)});
+  return *this;
+}
+Tensor& Tensor::relu_() { call_op(OpId::kRelu_, {*this}); return *this; }
+Tensor& Tensor::masked_fill_(const Tensor& mask, double v) {
+  call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(v)});
+  return *this;
+}
+Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
+  call_op(OpId::kIndexPut_, {*this, index, values});
+  return *this;
+}
+
+// ---- members mirroring free functions ------------------------------------------------------------
+Tensor Tensor::add(const Tensor& o, double alpha) const { return sloth::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, double alpha) const { return sloth::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return sloth::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
+Tensor Tensor::neg() const { return sloth::neg(*this); }
+Tensor Tensor::abs() const { return sloth::abs(*this); }
+Tensor Tensor::exp() const { return sloth::exp(*this); }
+Tensor Tensor::log() const { return sloth::log(*this); }
+Tensor Tensor::log1p() const { return sloth::log1p(*this); }
+Tensor Tensor::sqrt() const { return sloth::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return sloth::rsqrt(*this); }
+Tensor Tensor::sin() const { return sloth::sin(*this); }
+Tensor Tensor::cos() const { return sloth::cos(*this); }
+Tensor Tensor::tanh() const { return sloth::tanh(*this); }
+Tensor Tensor::sigmoid() const { return sloth::sigmoid(*this); }
+Tensor Tensor::relu() const { return sloth::relu(*this); }
+Tensor Tensor::gelu() const { return sloth::gelu(*this); }
+Tensor Tensor::silu() const { return sloth::silu(*this); }
+Tensor Tensor::square() const { return sloth::square(*this); }
+Tensor Tensor::reciprocal() const { return sloth::reciprocal(*this); }
+Tensor Tensor::sign() const { return sloth::sign(*this); }
+Tensor Tensor::floor() const { return sloth::floor(*this); }
+Tensor Tensor::ceil() const { return sloth::ceil(*this); }
+Tensor Tensor::round() const { return sloth::round(*this); }
+Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
+Tensor Tensor::pow(double e) const { return sloth::pow(*this, e); }
+Tensor Tensor::clamp(double lo, double hi) const { return sloth::clamp(*this, lo, hi); }
+Tensor Tensor::matmul(const Tensor& o) const { return sloth::matmul(*this, o); }
+Tensor Tensor::mm(const Tensor& o) const { return sloth::mm(*this, o); }
+Tensor Tensor::sum() const { return sloth::sum(*this); }
+Tensor Tensor::sum(Shape dims, bool keepdim) const { return sloth::sum(*this, dims, keepdim); }
+Tensor Tensor::mean() const { return sloth::mean(*this); }
+Tensor Tensor::mean(Shape dims, bool keepdim) const { return sloth::mean(*this, dims, keepdim); }
+Tensor Tensor::max() const { return sloth::amax(*this); }
+Tensor Tensor::min() const { return sloth::amin(*this); }
+Tensor Tensor::amax(Shape dims, bool keepdim) const { return sloth::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(Shape dims, bool keepdim) const { return sloth::amin(*this, dims, keepdim); }
+Tensor Tensor::prod(Shape dims, bool keepdim) const { return sloth::prod(*this, dims, keepdim); }
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return sloth::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return sloth::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(Shape dims, bool unbiased, bool keepdim) const { return sloth::var(*this, dims, unbiased, keepdim); }
+Tensor Tensor::std(Shape dims, bool unbiased, bool keepdim) const { return sloth::std(*this, dims, unbiased, keepdim); }
+Tensor Tensor::logsumexp(Shape dims, bool keepdim) const { return sloth::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::softmax(int64_t dim) const { return sloth::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return sloth::log_softmax(*this, dim); }
+Tensor Tensor::eq(const Tensor& o) const { return sloth::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return sloth::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return sloth::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return sloth::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return sloth::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return sloth::ge(*this, o); }
+Tensor Tensor::logical_not() const { return sloth::logical_not(*this); }
+Tensor Tensor::masked_fill(const Tensor& mask, double v) const { return sloth::masked_fill(*this, mask, v); }
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return sloth::index_select(*this, dim, index); }
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return sloth::gather(*this, dim, index); }
+
+}  // namespace sloth

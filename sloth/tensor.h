@@ -1,0 +1,190 @@
+// sloth::Tensor: a cheap, shared handle to a lazy tensor. Copies alias (like torch::Tensor).
+// Operations record lazy IR; reading values (item, to_vector, printing) is a sync point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/ref.h"
+#include "core/shape.h"
+
+namespace sloth {
+
+namespace lazy { class TensorImpl; }
+
+bool cuda_is_available();
+
+// Builder-style options; the defaults are float32 on the CPU without grad.
+struct TensorOptions {
+  DType dtype_ = DType::kFloat32;
+  Device device_ = Device::cpu();
+  bool requires_grad_ = false;
+  bool has_dtype_ = false;
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; o.has_dtype_ = true; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+  TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}  // zeros({2}, kInt64)
+  TensorOptions() = default;
+};
+
+class Tensor {
+ public:
+  Tensor();  // undefined
+  explicit Tensor(Ref<lazy::TensorImpl> impl);
+  ~Tensor();
+  Tensor(const Tensor&);
+  Tensor(Tensor&&) noexcept;
+  Tensor& operator=(const Tensor&);
+  Tensor& operator=(Tensor&&) noexcept;
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  Shape sizes() const { return shape(); }
+  int64_t size(int64_t dim) const;
+  const Strides& strides() const;   // PyTorch's logical strides
+  int64_t storage_offset() const;
+  int64_t dim() const;
+  int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
+  bool is_contiguous() const;
+
+  // ---- reading values: sync points ----
+  template <typename T> std::vector<T> to_vector() const;
+  double item() const;
+  template <typename T> T item() const { return static_cast<T>(item()); }
+  std::string to_string() const;
+  Tensor to(Device) const;
+  Tensor to(DType) const;
+  Tensor clone() const;
+  Tensor contiguous() const;
+
+  // ---- autograd ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);
+  bool is_leaf() const;
+  Tensor grad() const;
+  void set_grad(const Tensor&);
+  void retain_grad();
+  bool retains_grad() const;
+  void backward(const Tensor& grad_output = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  Tensor detach() const;
+  Tensor& detach_();
+  int64_t version() const;
+  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  std::string grad_fn_name() const;  // "" for leaves and tensors without history
+
+  // ---- views: share data with *this ----
+  Tensor view(Shape) const;
+  Tensor reshape(Shape) const;
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;
+  Tensor permute(Shape dims) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t i) const { return select(0, i); }
+  Tensor expand(Shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor diagonal(int64_t offset = 0, int64_t d0 = 0, int64_t d1 = 1) const;
+  Tensor as_strided(Shape size, Shape stride, int64_t offset = 0) const;
+  std::vector<Tensor> split(int64_t size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t n, int64_t dim = 0) const;
+  bool is_view() const;
+  Tensor base() const;
+
+  // ---- in-place: write through views, bump version() ----
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(double value);
+  Tensor& zero_();
+  Tensor& add_(const Tensor& other, double alpha = 1);
+  Tensor& add_(double other);
+  Tensor& sub_(const Tensor& other, double alpha = 1);
+  Tensor& sub_(double other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(double other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(double other);
+  Tensor& clamp_(double lo, double hi);
+  Tensor& relu_();
+  Tensor& masked_fill_(const Tensor& mask, double value);
+  Tensor& index_put_(const Tensor& index, const Tensor& values);
+
+  // ---- members mirroring the free functions ----
+  Tensor add(const Tensor& o, double alpha = 1) const;
+  Tensor sub(const Tensor& o, double alpha = 1) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor silu() const;
+  Tensor square() const;
+  Tensor reciprocal() const;
+  Tensor sign() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(double e) const;
+  Tensor clamp(double lo, double hi) const;
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor sum() const;
+  Tensor sum(Shape dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(Shape dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor amax(Shape dims = {}, bool keepdim = false) const;
+  Tensor amin(Shape dims = {}, bool keepdim = false) const;
+  Tensor prod(Shape dims = {}, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor var(Shape dims, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(Shape dims, bool unbiased = true, bool keepdim = false) const;
+  Tensor logsumexp(Shape dims, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+
+  // Internal handle (used by the runtime's layers; not part of the stable API).
+  const Ref<lazy::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  Ref<lazy::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace sloth

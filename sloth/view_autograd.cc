@@ -1,0 +1,160 @@
+#include "sloth/view_autograd.h"
+
+#include "autograd/grad_mode.h"
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+
+namespace sloth::internal {
+namespace {
+
+using lazy::TensorImplPtr;
+using lazy::ViewStep;
+
+Tensor zeros_of(const autograd::OutputInfo& info) {
+  return zeros(info.shape, TensorOptions().dtype(info.dtype).device(info.device));
+}
+
+// grad of a view chain: the base gets the view's gradient in the window, zeros elsewhere.
+class ViewChainBackward final : public autograd::GradFn {
+ public:
+  ViewChainBackward(std::vector<ViewStep> chain, autograd::OutputInfo base)
+      : chain_(std::move(chain)), base_(std::move(base)) {}
+  std::string name() const override { return "AsStridedBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    if (grads.empty() || !grads[0]) return {nullptr};
+    Tensor g(grads[0]);
+    return {scatter_chain(zeros_of(base_), g, chain_).impl()};
+  }
+
+ private:
+  std::vector<ViewStep> chain_;
+  autograd::OutputInfo base_;
+};
+
+// The base after a write through a view: outside the window the old base flows through,
+// inside it the written value does.
+class CopySlices final : public autograd::GradFn {
+ public:
+  CopySlices(std::vector<ViewStep> chain, autograd::OutputInfo view)
+      : chain_(std::move(chain)), view_(std::move(view)) {}
+  std::string name() const override { return "CopySlices"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    if (grads.empty() || !grads[0]) return {nullptr, nullptr};
+    Tensor g(grads[0]);
+    Tensor g_old = next[0].fn ? scatter_chain(g, zeros_of(view_), chain_) : Tensor();
+    Tensor g_new = next[1].fn ? replay_chain(g, chain_).clone() : Tensor();
+    return {g_old.defined() ? g_old.impl() : nullptr, g_new.defined() ? g_new.impl() : nullptr};
+  }
+
+ private:
+  std::vector<ViewStep> chain_;
+  autograd::OutputInfo view_;
+};
+
+autograd::OutputInfo info_of(const lazy::TensorImpl& t) {
+  return {t.shape, t.dtype, t.group->device};
+}
+
+void refresh_if_stale(const Tensor& t) {
+  lazy::TensorImpl& ti = *t.impl();
+  if (!ti.is_view()) return;
+  auto* m = autograd::meta(ti);
+  const int64_t version = ti.group->version;
+  if (m && (m->frozen_view || m->view_version == version)) return;
+  if (!m && version == 0) return;  // never written: a view made without grad stays so
+  const Tensor base(ti.view_base);
+  if (!autograd::requires_grad(*ti.view_base)) {
+    if (m) { m->grad_fn.reset(); m->view_version = version; }
+    return;
+  }
+  refresh_view_grad_fn(t);
+}
+
+}  // namespace
+
+autograd::Edge gradient_edge_of(const Tensor& t) {
+  refresh_if_stale(t);
+  return autograd::gradient_edge(t.impl());
+}
+
+bool tracks_grad(const Tensor& t) {
+  refresh_if_stale(t);
+  return autograd::requires_grad(*t.impl());
+}
+
+void rebase_view_history(const Tensor& view, const Tensor& r) {
+  lazy::TensorImpl& vi = *view.impl();
+  Tensor base(vi.view_base);
+  autograd::Edge old_base = gradient_edge_of(base);
+  autograd::Edge value = gradient_edge_of(r);
+  if (!old_base.fn && !value.fn) return;
+  Ref<CopySlices> fn(new CopySlices({vi.chain.begin(), vi.chain.end()}, info_of(vi)));
+  fn->next = {old_base, value};
+  fn->outputs.push_back(info_of(*vi.view_base));
+  auto& m = autograd::ensure_meta(*vi.view_base);
+  m.grad_fn = fn;
+  m.output_nr = 0;
+}
+
+void refresh_view_grad_fn(const Tensor& view) {
+  lazy::TensorImpl& vi = *view.impl();
+  auto& m = autograd::ensure_meta(vi);
+  m.view_version = vi.group->version;
+  autograd::Edge base = autograd::gradient_edge(vi.view_base);
+  if (!base.fn) {
+    m.grad_fn.reset();
+    return;
+  }
+  Ref<ViewChainBackward> fn(
+      new ViewChainBackward({vi.chain.begin(), vi.chain.end()}, info_of(*vi.view_base)));
+  fn->next = {base};
+  fn->outputs.push_back(info_of(vi));
+  m.grad_fn = fn;
+  m.output_nr = 0;
+}
+
+Tensor replay_chain(const Tensor& base, absl::Span<const ViewStep> chain) {
+  Tensor t = base;
+  for (const auto& s : chain) t = call_op(s.op, {t}, s.attrs);
+  return t;
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const Shape& gs = g.shape();
+  const size_t lead = gs.size() - shape.size();
+  Shape dims;
+  for (size_t i = 0; i < gs.size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && gs[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+  Tensor r = dims.empty() ? g : sum(g, dims, true);
+  if (lead > 0 || r.shape() != shape) r = r.reshape(shape);
+  return r;
+}
+
+Tensor scatter_chain(const Tensor& base, const Tensor& src, absl::Span<const ViewStep> chain) {
+  std::vector<Tensor> bases{base};
+  for (size_t i = 0; i + 1 < chain.size(); ++i)
+    bases.push_back(call_op(chain[i].op, {bases.back()}, chain[i].attrs));
+  Tensor v = src;
+  for (size_t i = chain.size(); i-- > 0;) {
+    const ViewStep& s = chain[i];
+    switch (s.op) {
+      case OpId::kReshape: v = v.reshape(s.in_shape); break;
+      case OpId::kPermute: {
+        Shape inv(s.attrs.dims.size());
+        for (size_t j = 0; j < inv.size(); ++j) inv[s.attrs.dims[j]] = static_cast<int64_t>(j);
+        v = v.permute(inv);
+        break;
+      }
+      case OpId::kExpand: v = sum_to(v, s.in_shape); break;
+      case OpId::kSlice: v = call_op(OpId::kSliceScatter, {bases[i], v}, s.attrs); break;
+      case OpId::kSelect: v = call_op(OpId::kSelectScatter, {bases[i], v}, s.attrs); break;
+      case OpId::kDiagonal: v = call_op(OpId::kDiagonalScatter, {bases[i], v}, s.attrs); break;
+      case OpId::kAsStrided: v = call_op(OpId::kAsStridedScatter, {bases[i], v}, s.attrs); break;
+      default: fail("internal: %s is not a primitive view op", op_name(s.op));
+    }
+  }
+  return v;
+}
+
+}  // namespace sloth::internal

@@ -1,0 +1,29 @@
+// Autograd for views and in-place writes through them (PyTorch's CopySlices rule): writing
+// a view of a tensor that requires grad rebases the base's history on a CopySlices node, and
+// every view of that base gets its grad_fn regenerated from the base the next time it is used.
+#pragma once
+
+#include "absl/types/span.h"
+#include "autograd/function.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/tensor.h"
+
+namespace sloth::internal {
+
+// The edge a gradient for `t` flows through; regenerates a stale view's grad_fn first.
+autograd::Edge gradient_edge_of(const Tensor& t);
+// requires_grad, after regenerating a stale view's history.
+bool tracks_grad(const Tensor& t);
+// Before `view` is written with `r`: the base's grad_fn becomes CopySlices(old base, r).
+void rebase_view_history(const Tensor& view, const Tensor& r);
+// After a write: the view's grad_fn is its chain replayed on the base's current history.
+void refresh_view_grad_fn(const Tensor& view);
+
+// Functional helpers over a view chain, written with public ops (so they are differentiable).
+Tensor replay_chain(const Tensor& base, absl::Span<const lazy::ViewStep> chain);
+// `base` with the chain's window replaced by `src`; an Expand step sums (gradient semantics).
+Tensor scatter_chain(const Tensor& base, const Tensor& src, absl::Span<const lazy::ViewStep> chain);
+// Sums `g` down to `shape` (the reverse of broadcasting).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+}  // namespace sloth::internal
