@@ -272,6 +272,11 @@ std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
   const int64_t dim = attrs.i1, size = x.shape()[dim];
   int64_t piece = op == OpId::kSplit ? attrs.i0 : (size + attrs.i0 - 1) / attrs.i0;
   std::vector<Tensor> parts;
+  if (op == OpId::kChunk && size == 0) {
+    // As ATen: chunks of an empty dim are `chunks` empty tensors.
+    for (int64_t i = 0; i < attrs.i0; ++i) parts.push_back(x.narrow(dim, 0, 0));
+    return parts;
+  }
   if (piece == 0) piece = 1;
   for (int64_t start = 0; start < size || (size == 0 && parts.empty()); start += piece) {
     int64_t len = std::min(piece, size - start);

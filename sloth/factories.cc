@@ -46,8 +46,12 @@ Tensor host_tensor(const T* values, int64_t n, const Shape& shape, DType dtype) 
   return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu()));
 }
 
+// {} is a 0-dim shape when there is one value; otherwise (and by default, {-1}) 1-D.
 Shape resolve_shape(const char* op, Shape shape, int64_t n) {
-  if (shape.empty()) shape = {-1};
+  if (shape.empty()) {
+    if (n == 1) return {};
+    shape = {-1};
+  }
   auto s = infer_size(op, shape, n, Shape{n});
   throw_if_error(s.status());
   return *s;
