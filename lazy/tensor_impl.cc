@@ -91,7 +91,9 @@ Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
   Ref<TensorImpl> t(new TensorImpl());
   t->dtype = integral ? DType::kInt64 : DType::kFloat64;
   t->wrapped_number = true;
-  t->group = make_ref<AliasGroup>(Node::scalar_leaf(v, t->dtype), Device::cpu());
+  // The node is always float64, so a step-dependent number (a learning rate that reaches 1.0)
+  // never changes the graph; only promotion sees the integral-ness, through t->dtype.
+  t->group = make_ref<AliasGroup>(Node::scalar_leaf(v, DType::kFloat64), Device::cpu());
   return t;
 }
 

@@ -1,0 +1,161 @@
+// Graph batching, structural hashing, the plan cache, bounded graphs, host reads mid-step,
+// and the IR dump.
+#include "gtest/gtest.h"
+#include "lazy/scheduler.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+std::vector<float> v(const Tensor& t) { return t.to_vector<float>(); }
+
+TEST(Lazy, OpsRecordAndSyncComputes) {
+  reset_metrics();
+  Tensor a = tensor({1, 2, 3});
+  Tensor b = a * 2.0 + 1.0;
+  EXPECT_EQ(metrics().graphs_executed, 0);
+  EXPECT_EQ(v(b), (std::vector<float>{3, 5, 7}));
+  EXPECT_EQ(metrics().graphs_executed, 1);
+}
+
+TEST(Lazy, MarkStepRunsAllPendingTensorsAsOneGraph) {
+  mark_step();
+  reset_metrics();
+  Tensor base = tensor({1, 2, 3, 4});
+  std::vector<Tensor> outs;
+  Tensor shared = base * 3.0;  // a subtree shared by every output
+  for (int i = 0; i < 50; ++i) outs.push_back(shared + static_cast<double>(i));
+  mark_step();
+  EXPECT_EQ(metrics().graphs_executed, 1);
+  // 1 shared multiply + 50 adds; the shared subtree ran once.
+  EXPECT_EQ(metrics().nodes_executed, 51);
+  reset_metrics();
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(v(outs[i])[3], 12 + i);
+  EXPECT_EQ(metrics().graphs_executed, 0) << "every tensor already holds data";
+}
+
+TEST(Lazy, HostReadMidStepIsNotRecomputedByMarkStep) {
+  mark_step();
+  Tensor x = tensor({1, 2, 3});
+  Tensor loss = (x * x).sum();
+  Tensor other = x + 1.0;
+  reset_metrics();
+  EXPECT_FLOAT_EQ(loss.item(), 14);
+  EXPECT_EQ(metrics().nodes_executed, 2);  // mul, sum
+  mark_step();
+  EXPECT_EQ(metrics().nodes_executed, 3) << "only `other` is new work";
+  EXPECT_EQ(v(other), (std::vector<float>{2, 3, 4}));
+}
+
+uint64_t key_of(const Tensor& t) {
+  std::string s = dump_ir({t});
+  return std::stoull(s.substr(s.find("key=") + 4, 16), nullptr, 16);
+}
+
+Tensor program(const Tensor& a, const Tensor& b, double s) {
+  return relu(matmul(a, b) * s).sum({1});
+}
+
+TEST(Lazy, SameProgramSameHashDifferentDataSameHash) {
+  Tensor a = randn({4, 8}), b = randn({8, 3});
+  Tensor c = randn({4, 8}), d = randn({8, 3});
+  mark_step();
+  EXPECT_EQ(key_of(program(a, b, 2.0)), key_of(program(a, b, 2.0)));
+  EXPECT_EQ(key_of(program(a, b, 2.0)), key_of(program(c, d, 0.5))) << "data and scalars are data";
+  Tensor e = randn({5, 8});
+  mark_step();
+  EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(e, b, 2.0))) << "shapes are structure";
+  EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(a, b, 2.0).exp()));
+}
+
+TEST(Lazy, AliasingPatternOfInputsIsPartOfTheKey) {
+  Tensor a = randn({4, 4}), b = randn({4, 4});
+  mark_step();
+  EXPECT_NE(key_of(a * a), key_of(a * b));
+  EXPECT_EQ(v(a * a), v(a.square()));
+}
+
+TEST(Lazy, PlanCacheHitsInSteadyStateAndScalarsNeverRecompile) {
+  Tensor w = randn({8, 8});
+  mark_step();
+  lazy::clear_plan_cache();
+  reset_metrics();
+  for (int i = 0; i < 10; ++i) {
+    Tensor x = randn({4, 8});
+    Tensor y = relu(matmul(x, w) * (0.1 * (i + 1)) + 1.0);
+    mark_step();
+  }
+  EXPECT_EQ(metrics().plan_cache_misses, 1);
+  EXPECT_EQ(metrics().plan_cache_hits, 9);
+}
+
+TEST(Lazy, LongLoopsWithoutSyncStayBoundedAndExact) {
+  mark_step();
+  set_auto_flush_limit(10000);
+  reset_metrics();
+  Tensor x = zeros({2}, TensorOptions().dtype(kFloat64));
+  for (int i = 0; i < 100000; ++i) x = x + 1.0;
+  EXPECT_GE(metrics().auto_flushes, 9);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{100000, 100000}));
+  set_auto_flush_limit(20000);
+}
+
+TEST(Lazy, AChainOfAMillionNodesIsFreedWithoutRecursion) {
+  mark_step();
+  reset_metrics();
+  set_auto_flush_limit(int64_t{1} << 40);
+  {
+    Tensor x = zeros({1});
+    for (int i = 0; i < 1000000; ++i) x = x + 1.0;
+  }  // the whole chain dies here
+  set_auto_flush_limit(20000);
+  mark_step();  // nothing pending; resets the count of nodes since the last sync
+  EXPECT_EQ(metrics().auto_flushes, 0);
+}
+
+TEST(Lazy, DumpIrTextAndDot) {
+  Tensor a = tensor({1, 2});
+  Tensor b = (a + 1.0).exp();
+  std::string text = dump_ir({b});
+  EXPECT_NE(text.find("add("), std::string::npos) << text;
+  EXPECT_NE(text.find("exp(%"), std::string::npos) << text;
+  EXPECT_NE(text.find("root: %"), std::string::npos) << text;
+  std::string dot = dump_ir({b}, IrFormat::kDot);
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u);
+  EXPECT_NE(dot.find("->"), std::string::npos);
+}
+
+TEST(Lazy, SyncJustSomeTensors) {
+  mark_step();
+  Tensor a = tensor({1, 2});
+  Tensor b = a + 1.0, c = a + 2.0;
+  reset_metrics();
+  sync({b});
+  EXPECT_EQ(metrics().nodes_executed, 1);
+  mark_step();
+  EXPECT_EQ(metrics().nodes_executed, 2);
+  EXPECT_EQ(v(c), (std::vector<float>{3, 4}));
+}
+
+TEST(Lazy, ExecutionErrorLosesNothing) {
+  mark_step();
+  Tensor x = tensor({1, 2, 3});
+  Tensor good = x * 2.0;
+  Tensor bad = index_select(x, 0, from_vector<int64_t>({0, 7}, {2}));
+  EXPECT_THROW(
+      {
+        try {
+          mark_step();
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  EXPECT_EQ(v(good), (std::vector<float>{2, 4, 6})) << "pending work still runs";
+  bad = Tensor();
+  mark_step();
+}
+
+}  // namespace
+}  // namespace sloth
