@@ -1,0 +1,280 @@
+// Views and in-place writes: PyTorch's observable aliasing over a pure IR (invariants I1-I3).
+#include <functional>
+#include <memory>
+
+#include "core/view_layout.h"
+#include "gtest/gtest.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/dispatch.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+std::vector<float> v(const Tensor& t) { return t.to_vector<float>(); }
+using F = std::vector<float>;
+
+TEST(Functionalization, WriteThroughSliceReachesBase) {
+  Tensor a = zeros({4});
+  Tensor b = a.slice(0, 1, 3);
+  b.add_(1);
+  EXPECT_EQ(v(a), (F{0, 1, 1, 0}));
+  EXPECT_EQ(v(b), (F{1, 1}));
+  EXPECT_EQ(a.version(), 1);
+  EXPECT_EQ(b.version(), 1) << "views share the version counter";
+}
+
+TEST(Functionalization, SiblingViewsSeeEachOthersWrites) {
+  Tensor a = arange(4.0, TensorOptions().dtype(kFloat32)).view({2, 2});
+  Tensor c = a[0];
+  Tensor d = a.t();
+  d[1].mul_(10);
+  EXPECT_EQ(v(a), (F{0, 10, 2, 30}));
+  EXPECT_EQ(v(c), (F{0, 10}));
+}
+
+TEST(Functionalization, ChainedViewsInvertInReverseOrder) {
+  Tensor base = zeros({2, 3});
+  base.t()[1].unsqueeze(0).add_(1);
+  EXPECT_EQ(v(base), (F{0, 1, 0, 0, 1, 0}));
+}
+
+TEST(Functionalization, IrIsPureScatterNotInPlace) {
+  Tensor a = zeros({4});
+  Tensor b = a.slice(0, 1, 3);
+  b.add_(1);
+  std::string ir = dump_ir({a});
+  EXPECT_NE(ir.find("slice_scatter"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("add_"), std::string::npos) << ir;
+}
+
+TEST(Functionalization, ViewsAreZeroCopyAfterSync) {
+  Tensor a = arange(0.0, 12.0, 1.0, TensorOptions().dtype(kFloat32)).reshape({3, 4});
+  mark_step();
+  Tensor s = a.t().slice(0, 1, 3);
+  auto base_data = *a.impl()->value()->data;
+  auto view_data = *s.impl()->value()->data;
+  EXPECT_EQ(view_data.storage.get(), base_data.storage.get());
+  EXPECT_EQ(view_data.layout.offset, 1);
+  EXPECT_EQ(view_data.layout.strides, (Strides{1, 4}));
+  EXPECT_EQ(s.strides(), (Strides{1, 4}));
+  EXPECT_EQ(v(s), (F{1, 5, 9, 2, 6, 10}));
+}
+
+TEST(Functionalization, ViewTakenBeforeSyncWrittenAfterReadAfterAnother) {
+  Tensor a = zeros({2, 3});
+  Tensor row = a[1];
+  mark_step();
+  row.fill_(5);
+  mark_step();
+  EXPECT_EQ(v(a), (F{0, 0, 0, 5, 5, 5}));
+  Tensor col = a.select(1, 2);
+  col.sub_(1);
+  mark_step();
+  EXPECT_EQ(v(row), (F{5, 5, 4}));
+  EXPECT_EQ(v(a), (F{0, 0, -1, 5, 5, 4}));
+}
+
+TEST(Functionalization, ViewsOfViewsOfViews) {
+  Tensor a = zeros({2, 3, 4});
+  Tensor v3 = a.transpose(0, 2).slice(0, 1, 4, 2).select(1, 2);  // [2 (of 4, step 2), 2]
+  v3.add_(tensor({1, 2, 3, 4}, {2, 2}));
+  std::vector<float> expect(24, 0);
+  // v3[i][j] = a[j][2][1 + 2 i]
+  expect[0 * 12 + 2 * 4 + 1] = 1;
+  expect[1 * 12 + 2 * 4 + 1] = 2;
+  expect[0 * 12 + 2 * 4 + 3] = 3;
+  expect[1 * 12 + 2 * 4 + 3] = 4;
+  EXPECT_EQ(v(a), expect);
+}
+
+TEST(Functionalization, TwoSiblingWritesInOneStep) {
+  Tensor a = zeros({4});
+  Tensor lo = a.narrow(0, 0, 2), hi = a.narrow(0, 2, 2);
+  lo.fill_(1);
+  hi.fill_(2);
+  lo.add_(hi);  // reads hi's current value
+  mark_step();
+  EXPECT_EQ(v(a), (F{3, 3, 2, 2}));
+}
+
+TEST(Functionalization, DetachIsAnAliasWithoutHistory) {
+  Tensor x = ones({3}, TensorOptions().requires_grad());
+  Tensor y = (x * 2.0).view({-1}).detach();
+  EXPECT_FALSE(y.requires_grad());
+  Tensor z = x * 2.0;
+  Tensor zd = z.detach();
+  zd.add_(1);
+  EXPECT_EQ(v(z), (F{3, 3, 3})) << "detach shares data";
+  EXPECT_EQ(z.version(), 1);
+}
+
+TEST(Functionalization, ExpandedViewsReadButRefuseWrites) {
+  Tensor a = tensor({1, 2, 3});
+  Tensor e = a.expand({2, 3});
+  EXPECT_EQ(v(e), (F{1, 2, 3, 1, 2, 3}));
+  try {
+    e.add_(1);
+    FAIL() << "writing an expanded view must fail";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("single memory location"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(v(a), (F{1, 2, 3})) << "nothing changed";
+  EXPECT_EQ(a.version(), 0);
+}
+
+TEST(Functionalization, ReshapeAliasesWhenItCanAndCopiesWhenItMust) {
+  Tensor a = zeros({2, 3});
+  Tensor r = a.reshape({6});
+  EXPECT_TRUE(r.is_view());
+  r.add_(1);
+  EXPECT_EQ(v(a), (F{1, 1, 1, 1, 1, 1}));
+  Tensor t = a.t().reshape({6});  // not viewable: a copy
+  t.add_(1);
+  EXPECT_EQ(v(a), (F{1, 1, 1, 1, 1, 1}));
+  EXPECT_THROW(a.t().view({6}), Error);
+}
+
+TEST(Functionalization, SplitAndChunkAreListsOfViews) {
+  Tensor a = zeros({5});
+  auto parts = a.split(2);
+  ASSERT_EQ(parts.size(), 3u);
+  parts[2].fill_(7);
+  parts[0][1].fill_(3);
+  auto chunks = a.chunk(2);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(v(chunks[1]), (F{0, 7}));
+  EXPECT_EQ(v(a), (F{0, 3, 0, 0, 7}));
+}
+
+TEST(Functionalization, DiagonalAndAsStridedWrites) {
+  Tensor a = zeros({3, 3});
+  a.diagonal(1).fill_(2);
+  a.as_strided({2}, {4}, 3).add_(1);  // elements 3 and 7
+  EXPECT_EQ(v(a), (F{0, 2, 0, 1, 0, 2, 0, 1, 0}));
+  EXPECT_EQ(a.base().defined(), false);
+  EXPECT_TRUE(a.diagonal().is_view());
+  EXPECT_EQ(a.diagonal().base().impl(), a.impl());
+}
+
+TEST(Functionalization, InPlaceUpdateOfSyncedTensorAllocatesNothingPerStep) {
+  Tensor w = randn({256, 256});
+  Tensor g = randn({256, 256});
+  for (int i = 0; i < 3; ++i) {  // warm-up: plans and the allocator's free lists
+    w.sub_(g * 0.01);
+    mark_step();
+  }
+  reset_metrics();
+  for (int i = 0; i < 20; ++i) {
+    w.sub_(g * 0.01);
+    mark_step();
+  }
+  EXPECT_EQ(metrics().os_allocations, 0) << metrics().to_string();
+  EXPECT_EQ(metrics().plan_cache_misses, 0);
+}
+
+// ---- eager reference with real aliasing ----------------------------------------------------
+struct Eager {
+  std::shared_ptr<std::vector<double>> buf;
+  Layout layout;
+  static Eager make(const Shape& s) {
+    Eager e;
+    e.buf = std::make_shared<std::vector<double>>(numel(s));
+    for (size_t i = 0; i < e.buf->size(); ++i) (*e.buf)[i] = static_cast<double>(i);
+    e.layout = {s, contiguous_strides(s), 0};
+    return e;
+  }
+  Eager view(OpId op, Attrs a) const {
+    auto s = view_shape(op, layout.shape, a);
+    EXPECT_TRUE(s.ok());
+    auto p = lower_view(op, layout.shape, a);
+    Eager r = *this;
+    auto l = apply_view(p.op, p.attrs, layout);
+    EXPECT_TRUE(l.has_value());
+    r.layout = *l;
+    return r;
+  }
+  void for_each(const std::function<void(double&, int64_t)>& f) const {
+    int64_t n = numel(layout.shape);
+    std::vector<int64_t> idx(layout.shape.size(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t off = layout.offset;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * layout.strides[d];
+      f((*buf)[off], i);
+      for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < layout.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+};
+
+struct ViewCase {
+  const char* name;
+  Shape base;
+  OpId op;
+  Attrs attrs;
+};
+
+class ViewWrite : public ::testing::TestWithParam<ViewCase> {};
+
+TEST_P(ViewWrite, MatchesEagerAliasing) {
+  const ViewCase& c = GetParam();
+  Eager eb = Eager::make(c.base);
+  Eager ev = eb.view(c.op, c.attrs);
+  ev.for_each([](double& x, int64_t i) { x = x * 10 + static_cast<double>(i); });
+
+  Tensor tb = arange(0.0, static_cast<double>(numel(c.base)), 1.0, TensorOptions().dtype(kFloat64)).reshape(c.base);
+  Tensor tv = call_op(c.op, {tb}, c.attrs);
+  Tensor idx = arange(0.0, static_cast<double>(tv.numel()), 1.0, TensorOptions().dtype(kFloat64)).reshape(tv.shape());
+  tv.mul_(10).add_(idx);
+  EXPECT_EQ(tb.to_vector<double>(), *eb.buf);
+  std::vector<double> ev_vals;
+  ev.for_each([&](double& x, int64_t) { ev_vals.push_back(x); });
+  EXPECT_EQ(tv.to_vector<double>(), ev_vals);
+}
+
+Attrs A(std::initializer_list<int64_t> dims = {}, int64_t i0 = 0, int64_t i1 = 0, int64_t i2 = 0,
+        int64_t i3 = 0) {
+  Attrs a;
+  a.dims.assign(dims.begin(), dims.end());
+  a.i0 = i0;
+  a.i1 = i1;
+  a.i2 = i2;
+  a.i3 = i3;
+  return a;
+}
+Attrs strided(Shape size, Shape stride, int64_t off) {
+  Attrs a;
+  a.dims.assign(size.begin(), size.end());
+  a.dims2.assign(stride.begin(), stride.end());
+  a.i0 = off;
+  return a;
+}
+Attrs squeeze_all() {
+  Attrs a;
+  a.flag = true;
+  return a;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryViewOp, ViewWrite,
+    ::testing::Values(ViewCase{"view", {2, 6}, OpId::kView, A({3, 4})},
+                      ViewCase{"reshape", {2, 3, 2}, OpId::kReshape, A({6, -1})},
+                      ViewCase{"flatten", {2, 3, 2}, OpId::kFlatten, A({}, 1, 2)},
+                      ViewCase{"transpose", {2, 3, 4}, OpId::kTranspose, A({}, 0, 2)},
+                      ViewCase{"t", {3, 5}, OpId::kT, A()},
+                      ViewCase{"permute", {2, 3, 4}, OpId::kPermute, A({2, 0, 1})},
+                      ViewCase{"slice_step", {7, 3}, OpId::kSlice, A({}, 0, 1, 7, 3)},
+                      ViewCase{"narrow", {4, 5}, OpId::kNarrow, A({}, 1, 1, 3)},
+                      ViewCase{"select", {3, 4}, OpId::kSelect, A({}, 1, -1)},
+                      ViewCase{"squeeze", {3, 1, 2}, OpId::kSqueeze, A({1})},
+                      ViewCase{"squeeze_all", {1, 3, 1}, OpId::kSqueeze, squeeze_all()},
+                      ViewCase{"unsqueeze", {3, 2}, OpId::kUnsqueeze, A({}, 1)},
+                      ViewCase{"diagonal", {3, 4}, OpId::kDiagonal, A({}, 1, 0, 1)},
+                      ViewCase{"diagonal_neg_3d", {3, 2, 3}, OpId::kDiagonal, A({}, -1, 0, 2)},
+                      ViewCase{"as_strided", {4, 4}, OpId::kAsStrided, strided({2, 3}, {5, 1}, 2)}),
+    [](const ::testing::TestParamInfo<ViewCase>& p) { return std::string(p.param.name); });
+
+}  // namespace
+}  // namespace sloth
