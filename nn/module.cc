@@ -1,0 +1,231 @@
+#include "nn/module.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace sloth::nn {
+
+Module::Module(std::string name) : name_(std::move(name)) {}
+Module::~Module() = default;
+
+Tensor Module::forward(const Tensor&) {
+  fail("%s.forward: this module has no forward(); override forward(const Tensor&) or call "
+       "its submodules directly",
+       name_);
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
+  if (name.empty() || name.find('.') != std::string::npos)
+    fail("register_parameter: invalid name '%s' in %s (must be non-empty and contain no '.')",
+         name, name_);
+  for (const auto& [n, p] : params_)
+    if (n == name) fail("register_parameter: %s already has a parameter named '%s'", name_, name);
+  for (const auto& [n, c] : children_)
+    if (n == name) fail("register_parameter: %s already has a submodule named '%s'", name_, name);
+  if (t.defined()) {
+    t = t.detach();
+    if (requires_grad) t.requires_grad_(true);
+  }
+  params_.emplace_back(name, std::move(t));
+  return params_.back().second;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
+  if (!m) fail("register_module: submodule '%s' of %s is null", name, name_);
+  if (name.empty() || name.find('.') != std::string::npos)
+    fail("register_module: invalid name '%s' in %s (must be non-empty and contain no '.')", name,
+         name_);
+  for (const auto& [n, p] : params_)
+    if (n == name) fail("register_module: %s already has a parameter named '%s'", name_, name);
+  for (const auto& [n, c] : children_)
+    if (n == name) fail("register_module: %s already has a submodule named '%s'", name_, name);
+  children_.emplace_back(name, std::move(m));
+}
+
+void Module::collect(const std::string& prefix, bool recurse,
+                     std::vector<std::pair<std::string, Tensor>>* out) const {
+  for (const auto& [n, p] : params_)
+    if (p.defined()) out->emplace_back(prefix + n, p);
+  if (!recurse) return;
+  for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, &out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [n, p] : named_parameters(recurse)) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  return children_;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [n, c] : children_) out.push_back(c);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, c] : children_) c->train(on);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  NoGradGuard g;
+  for (Tensor& p : parameters()) {
+    Tensor gr = p.grad();
+    if (!gr.defined()) continue;
+    if (set_to_none) p.set_grad(Tensor());
+    else gr.zero_();
+  }
+}
+
+void Module::to(Device device) {
+  NoGradGuard g;
+  for (auto& [n, p] : params_) {
+    if (!p.defined()) continue;
+    if (p.device().type == device.type && p.device().index == device.index) continue;
+    bool rg = p.requires_grad();
+    Tensor moved = p.to(device).detach();
+    if (rg) moved.requires_grad_(true);
+    p = moved;
+  }
+  for (auto& [n, c] : children_) c->to(device);
+}
+
+void Module::to(DType dtype) {
+  NoGradGuard g;
+  for (auto& [n, p] : params_) {
+    if (!p.defined() || p.dtype() == dtype) continue;
+    if (!is_floating(p.dtype())) continue;
+    bool rg = p.requires_grad();
+    Tensor moved = p.to(dtype).detach();
+    if (rg) moved.requires_grad_(true);
+    p = moved;
+  }
+  for (auto& [n, c] : children_) c->to(dtype);
+}
+
+std::string Module::repr(int indent) const {
+  std::ostringstream os;
+  os << name_ << "(" << extra_repr();
+  if (!children_.empty()) {
+    os << "\n";
+    for (const auto& [n, c] : children_)
+      os << std::string(indent + 2, ' ') << "(" << n << "): " << c->repr(indent + 2) << "\n";
+    os << std::string(indent, ' ');
+  }
+  os << ")";
+  return os.str();
+}
+
+// ---- built-in modules ----------------------------------------------------------------------
+
+namespace {
+// U(-bound, bound) of the given shape, computed without autograd.
+Tensor uniform(const Shape& shape, double bound) {
+  NoGradGuard g;
+  return (rand(shape) * (2 * bound) - bound).detach();
+}
+void check_positive(const char* what, const char* arg, int64_t v) {
+  if (v <= 0) fail("%s: %s must be positive, got %d", what, arg, v);
+}
+}  // namespace
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias)
+    : Module("Linear"),
+      in_features((check_positive("nn::Linear", "in_features", in), in)),
+      out_features((check_positive("nn::Linear", "out_features", out), out)),
+      weight(register_parameter("weight", uniform({out, in}, 1.0 / std::sqrt(double(in))))),
+      bias(register_parameter("bias",
+                              with_bias ? uniform({out}, 1.0 / std::sqrt(double(in))) : Tensor())) {}
+
+Tensor Linear::forward(const Tensor& x) {
+  if (x.dim() < 1 || x.size(-1) != in_features)
+    fail("nn::Linear(%d, %d): input of shape %s has %d features in its last dim, expected %d",
+         in_features, out_features, shape_str(x.shape()), x.dim() ? x.size(-1) : 0, in_features);
+  return linear(x, weight, bias);
+}
+
+std::string Linear::extra_repr() const {
+  std::ostringstream os;
+  os << "in_features=" << in_features << ", out_features=" << out_features
+     << ", bias=" << (bias.defined() ? "true" : "false");
+  return os.str();
+}
+
+Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+  if (!(p >= 0 && p <= 1)) fail("nn::Dropout: p must be in [0, 1], got %g", p);
+}
+std::string Dropout::extra_repr() const { return "p=" + std::to_string(p); }
+
+namespace {
+Tensor normal_init(const Shape& shape) {
+  NoGradGuard g;
+  return randn(shape).detach();
+}
+}  // namespace
+
+Embedding::Embedding(int64_t n, int64_t d)
+    : Module("Embedding"),
+      num_embeddings((check_positive("nn::Embedding", "num_embeddings", n), n)),
+      embedding_dim((check_positive("nn::Embedding", "embedding_dim", d), d)),
+      weight(register_parameter("weight", normal_init({n, d}))) {}
+
+std::string Embedding::extra_repr() const {
+  return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
+}
+
+namespace {
+Tensor filled(const Shape& s, double v, bool on) {
+  if (!on) return Tensor();
+  NoGradGuard g;
+  return full(s, v).detach();
+}
+}  // namespace
+
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
+    : Module("LayerNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      weight(register_parameter("weight", filled(normalized_shape, 1.0, affine))),
+      bias(register_parameter("bias", filled(normalized_shape, 0.0, affine))) {
+  if (normalized_shape.empty()) fail("nn::LayerNorm: normalized_shape must not be empty");
+  for (int64_t d : normalized_shape) check_positive("nn::LayerNorm", "normalized_shape", d);
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  return layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+std::string LayerNorm::extra_repr() const {
+  std::ostringstream os;
+  os << shape_str(normalized_shape) << ", eps=" << eps
+     << ", elementwise_affine=" << (weight.defined() ? "true" : "false");
+  return os.str();
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (const auto& m : children()) h = m->forward(h);
+  return h;
+}
+
+MLP::MLP(const std::vector<int64_t>& sizes, bool bias) {
+  if (sizes.size() < 2)
+    fail("nn::MLP: needs at least 2 sizes (inputs and outputs), got %d",
+         static_cast<int64_t>(sizes.size()));
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    push_back(std::make_shared<Linear>(sizes[i], sizes[i + 1], bias));
+    if (i + 2 < sizes.size()) push_back(std::make_shared<ReLU>());
+  }
+}
+
+}  // namespace sloth::nn

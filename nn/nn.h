@@ -1,0 +1,7 @@
+// Everything of sloth::nn, sloth::optim and sloth::data.
+#pragma once
+
+#include "nn/checkpoint.h"
+#include "nn/data.h"
+#include "nn/module.h"
+#include "nn/optim.h"
