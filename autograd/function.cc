@@ -16,6 +16,10 @@ std::array<Formula, kNumOps>& formulas() {
   static std::array<Formula, kNumOps> f{};
   return f;
 }
+std::array<uint32_t, kNumOps>& saved_masks() {
+  static std::array<uint32_t, kNumOps> m{};
+  return m;
+}
 GradMath& math_slot() {
   static GradMath m{};
   return m;
@@ -47,7 +51,7 @@ Edge gradient_edge(const TensorImplPtr& t) {
   return {};
 }
 
-SavedVariable::SavedVariable(const TensorImplPtr& t) : tensor(t), version(t->group->version) {}
+SavedVariable::SavedVariable(const TensorImplPtr& t) : tensor(t), version(t ? t->group->version : 0) {}
 
 TensorImplPtr SavedVariable::unpack(const char* fn_name) const {
   if (!tensor) return tensor;
@@ -61,7 +65,11 @@ TensorImplPtr SavedVariable::unpack(const char* fn_name) const {
   return tensor;
 }
 
-void register_formula(OpId op, Formula f) { formulas()[static_cast<int>(op)] = f; }
+void register_formula(OpId op, Formula f, uint32_t saved) {
+  formulas()[static_cast<int>(op)] = f;
+  saved_masks()[static_cast<int>(op)] = saved;
+}
+uint32_t saved_inputs(OpId op) { return saved_masks()[static_cast<int>(op)]; }
 Formula formula(OpId op) { return formulas()[static_cast<int>(op)]; }
 
 void set_grad_math(GradMath m) { math_slot() = m; }

@@ -98,8 +98,11 @@ struct FormulaArgs {
   const std::vector<bool>& needs;            // which inputs need a gradient
 };
 using Formula = std::vector<TensorImplPtr> (*)(const FormulaArgs&);
-void register_formula(OpId op, Formula f);
+// `saved`: bit i set when the formula reads the value of input i (others are not saved, so
+// overwriting them in place later is fine, as in PyTorch).
+void register_formula(OpId op, Formula f, uint32_t saved = ~0u);
 Formula formula(OpId op);
+uint32_t saved_inputs(OpId op);
 
 class OpBackward final : public GradFn {
  public:
@@ -109,7 +112,7 @@ class OpBackward final : public GradFn {
   void release_saved() override { saved_.clear(); released_ = true; }
   bool released() const override { return released_; }
 
-  std::vector<SavedVariable> saved_;       // one per input (all inputs are saved)
+  std::vector<SavedVariable> saved_;       // one per input; empty where the formula needs no value
   std::vector<OutputInfo> input_info_;
 
  private:

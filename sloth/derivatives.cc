@@ -92,8 +92,8 @@ Grads binary(const FormulaArgs& a) {
     }
     default: fail("internal: no binary formula for %s", op_name(a.op));
   }
-  return {a.needs[0] && gx.defined() ? ptr(sum_to(gx, x.shape())) : nullptr,
-          a.needs[1] && gy.defined() ? ptr(sum_to(gy, y.shape())) : nullptr};
+  return {a.needs[0] && gx.defined() ? ptr(sum_to(gx, a.input_info[0].shape)) : nullptr,
+          a.needs[1] && gy.defined() ? ptr(sum_to(gy, a.input_info[1].shape)) : nullptr};
 }
 
 Grads where_grad(const FormulaArgs& a) {
@@ -106,7 +106,7 @@ Grads where_grad(const FormulaArgs& a) {
 Grads clamp_grad(const FormulaArgs& a) {
   Tensor x = in(a, 0), lo = in(a, 1), hi = in(a, 2), g = grad(a);
   Tensor pass = logical_and(x >= lo, x <= hi);
-  return {ptr(sum_to(g * pass.to(g.dtype()), x.shape())), nullptr, nullptr};
+  return {ptr(sum_to(g * pass.to(g.dtype()), a.input_info[0].shape)), nullptr, nullptr};
 }
 
 // A reduced gradient broadcast back over the reduced dims.
@@ -236,6 +236,26 @@ TensorImplPtr math_detach(const TensorImplPtr& t) { return Tensor(t).detach().im
 TensorImplPtr math_ones_like(const TensorImplPtr& t) { return ones_like(Tensor(t)).impl(); }
 TensorImplPtr math_cast(const TensorImplPtr& t, DType d) { return Tensor(t).to(d).impl(); }
 
+// Which inputs' values each formula reads (bit i: input i). Views, sums, adds and the like
+// need only shapes, so later in-place writes to their inputs do not invalidate backward.
+uint32_t saved_mask(OpId op) {
+  switch (op) {
+    case OpId::kNeg: case OpId::kCast: case OpId::kSign: case OpId::kFloor: case OpId::kCeil:
+    case OpId::kRound: case OpId::kAdd: case OpId::kSub: case OpId::kSum: case OpId::kCat:
+    case OpId::kClone:
+      return 0;
+    case OpId::kWhere: return 1u << 0;
+    case OpId::kIndexSelect: case OpId::kGather: case OpId::kScatterAdd: case OpId::kIndexAdd:
+    case OpId::kIndexPut:
+      return 1u << 1;
+    default: break;
+  }
+  switch (op_info(op).category) {
+    case OpCategory::View: case OpCategory::Scatter: return 0;
+    default: return ~0u;
+  }
+}
+
 struct Register {
   Register() {
     autograd::set_grad_math({math_add, math_zeros, math_detach, math_ones_like, math_cast});
@@ -258,7 +278,7 @@ struct Register {
       if (info.id == OpId::kClamp) f = clamp_grad;
       if (info.id == OpId::kCat) f = cat_grad;
       if (info.id == OpId::kClone) f = clone_grad;
-      register_formula(info.id, f);
+      register_formula(info.id, f, saved_mask(info.id));
     }
   }
 } register_formulas;

@@ -68,11 +68,13 @@ void attach_grad_fn(OpId op, const Attrs& attrs, const std::vector<Tensor>& in, 
   fn->next.reserve(in.size());
   fn->saved_.reserve(in.size());
   fn->input_info_.reserve(in.size());
-  for (const auto& t : in) {
+  const uint32_t saved = autograd::saved_inputs(op);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
     const TensorImplPtr& ti = t.impl();
     bool differentiable = is_floating(ti->dtype) && autograd::requires_grad(*ti);
     fn->next.push_back(differentiable ? internal::gradient_edge_of(t) : autograd::Edge{});
-    fn->saved_.emplace_back(ti);
+    fn->saved_.emplace_back(i < 32 && (saved >> i & 1) ? ti : TensorImplPtr());
     fn->input_info_.push_back({ti->shape, ti->dtype, ti->group->device});
   }
   fn->outputs.push_back({result.shape(), result.dtype(), result.device()});
@@ -139,6 +141,18 @@ bool has_internal_overlap(const TensorImpl& t) {
   return false;
 }
 
+Tensor snapshot(const Tensor& self) {
+  Tensor snap(TensorImpl::make(self.impl()->value(), self.device()));
+  autograd::Edge e = internal::gradient_edge_of(self);
+  if (e.fn && autograd::is_grad_enabled()) {
+    auto& m = autograd::ensure_meta(*snap.impl());
+    m.grad_fn = e.fn;
+    m.output_nr = e.input_nr;
+    m.requires_grad = true;
+  }
+  return snap;
+}
+
 // The out-of-place value an in-place op writes, as a fresh tensor of self's shape and dtype.
 Tensor inplace_result(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
   const Tensor& self = in[0];
@@ -202,7 +216,12 @@ Tensor do_inplace(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
          "strides %s) refers to a single memory location (it is an expanded view); clone() it "
          "before writing",
          op_name(op), shape_str(si.shape), shape_str(si.strides));
-  Tensor r = inplace_result(op, in, attrs);
+  // The out-of-place op reads a snapshot of self: same value node and history, but its own
+  // alias group, so values saved for backward keep their version when self is overwritten
+  // (PyTorch saves `original_self` for the same reason).
+  std::vector<Tensor> operands = in;
+  operands[0] = snapshot(self);
+  Tensor r = inplace_result(op, operands, attrs);
   const bool track = grad_mode && (autograd::requires_grad(*r.impl()) || autograd::requires_grad(si) ||
                                    (si.is_view() && autograd::requires_grad(*si.view_base)));
   if (track && si.is_view()) {
