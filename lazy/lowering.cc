@@ -1,20 +1,12 @@
 #include "lazy/lowering.h"
 
+#include <cstdio>
+#include <string>
+
+#include "lazy/fusion.h"
+#include "lazy/scheduler.h"
+
 namespace sloth::lazy {
-namespace {
-
-KernelKind kind_of(OpId op) {
-  switch (op_info(op).category) {
-    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
-      return KernelKind::kElementwise;
-    case OpCategory::Reduce: return KernelKind::kReduce;
-    case OpCategory::Matmul: return KernelKind::kMatmul;
-    case OpCategory::View: return KernelKind::kView;
-    default: return KernelKind::kOther;
-  }
-}
-
-}  // namespace
 
 Plan lower(const Graph& g) {
   Plan p;
@@ -58,14 +50,13 @@ Plan lower(const Graph& g) {
 }
 
 void plan_kernels(Plan& p, bool fuse) {
-  (void)fuse;
-  p.kernels.clear();
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    Kernel k;
-    k.kind = kind_of(p.instrs[i].op);
-    k.instrs.push_back(static_cast<int32_t>(i));
-    k.outputs.push_back(p.instrs[i].out);
-    p.kernels.push_back(std::move(k));
+  if (fuse) {
+    std::vector<std::string> reasons;
+    const bool log = log_enabled("fusion");
+    fuse_kernels(p, log ? &reasons : nullptr);
+    for (const std::string& r : reasons) std::fprintf(stderr, "[sloth fusion] %s\n", r.c_str());
+  } else {
+    unfused_kernels(p);
   }
   // Liveness: a value slot is released after the last kernel that reads it, unless it is a
   // graph output. Inputs and scalars are owned by the caller.

@@ -2,6 +2,7 @@
 // tile-interpreter programs; everything else is one kernel call), runs them against bound
 // data and releases each intermediate after its last use so its Storage goes back to the
 // caching allocator. Registers itself for DeviceType::kCPU at static-init time.
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -145,6 +146,19 @@ class CpuExecutable final : public lazy::Executable {
       for (int32_t s : plan_.instrs[i].in) readers[s].push_back(static_cast<int32_t>(i));
     std::set<int32_t> plan_out(plan_.outputs.begin(), plan_.outputs.end());
 
+    // Execution position of every instruction (kernels run in order, and the steps of a
+    // kernel follow its instruction order) and the last position reading each slot: a step
+    // may hand a dead operand's buffer to its output (see ProgramOptions::donatable).
+    std::vector<int32_t> pos(plan_.instrs.size(), 0);
+    {
+      int32_t p = 0;
+      for (size_t k = 0; k < nk; ++k)
+        for (int32_t i : plan_.kernels[k].instrs) pos[i] = p++;
+    }
+    std::vector<int32_t> last_pos(plan_.slots.size(), -1);
+    for (size_t i = 0; i < plan_.instrs.size(); ++i)
+      for (int32_t s : plan_.instrs[i].in) last_pos[s] = std::max(last_pos[s], pos[i]);
+
     steps_.resize(nk);
     release_.resize(nk);
     std::vector<int> last_use(plan_.slots.size(), -1);
@@ -152,6 +166,14 @@ class CpuExecutable final : public lazy::Executable {
       const lazy::Kernel& kern = plan_.kernels[k];
       std::set<int32_t> kout(kern.outputs.begin(), kern.outputs.end());
       std::vector<int32_t> group;
+      auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
+        std::vector<int32_t> d;
+        for (int32_t s : reads)
+          if (plan_.slots[s].kind == SlotKind::kValue && !plan_out.count(s) &&
+              last_pos[s] <= end_pos)
+            d.push_back(s);
+        return d;
+      };
       auto flush = [&] {
         if (group.empty()) return;
         std::set<int32_t> in_group(group.begin(), group.end()), produced;
@@ -168,12 +190,42 @@ class CpuExecutable final : public lazy::Executable {
           if (outside) materialize.push_back(s);
         }
         Step st{StepKind::kElementwise};
-        st.program = compile_elementwise(plan_, group, materialize);
+        ProgramOptions opt;
+        opt.donatable = donatable(reads, pos[group.back()]);
+        st.program = compile_elementwise(plan_, group, materialize, opt);
         st.reads = std::move(reads);
         steps_[k].push_back(std::move(st));
         group.clear();
       };
-      for (int32_t i : kern.instrs) {
+      size_t first = 0;
+      if (int anchor = fusable_reduce(kern); anchor > 0) {
+        // Prologue + reduction in one pass: the reduced input is never written to memory.
+        std::vector<int32_t> pro(kern.instrs.begin(), kern.instrs.begin() + anchor);
+        std::set<int32_t> in_pro(pro.begin(), pro.end());
+        const int32_t red = kern.instrs[anchor];
+        std::vector<int32_t> materialize, reads;
+        std::set<int32_t> produced;
+        for (int32_t i : pro) {
+          for (int32_t s : plan_.instrs[i].in)
+            if (!produced.count(s)) reads.push_back(s);
+          produced.insert(plan_.instrs[i].out);
+        }
+        for (int32_t i : pro) {
+          int32_t s = plan_.instrs[i].out;
+          bool outside = kout.count(s) || plan_out.count(s);
+          for (int32_t r : readers[s]) outside = outside || (r != red && !in_pro.count(r));
+          if (outside) materialize.push_back(s);
+        }
+        Step st{StepKind::kElementwise};
+        ProgramOptions opt;
+        opt.reduce = &plan_.instrs[red];
+        st.program = compile_elementwise(plan_, pro, materialize, opt);
+        st.reads = std::move(reads);
+        steps_[k].push_back(std::move(st));
+        first = anchor + 1;
+      }
+      for (size_t ii = first; ii < kern.instrs.size(); ++ii) {
+        const int32_t i = kern.instrs[ii];
         const Instr& in = plan_.instrs[i];
         StepKind sk = kind_of(in.op);
         if (sk == StepKind::kElementwise) {
@@ -199,6 +251,40 @@ class CpuExecutable final : public lazy::Executable {
     for (size_t s = 0; s < plan_.slots.size(); ++s)
       if (last_use[s] >= 0 && !plan_out.count(static_cast<int32_t>(s)))
         release_[last_use[s]].push_back(static_cast<int32_t>(s));
+  }
+
+  // Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
+  // it, all over the reduction's input shape, computing its operand) can run inside the
+  // reduction loop; 0 when the kernel takes the unfused path. The reduced dims must be the
+  // trailing ones so that each output reduces one contiguous stretch of the row-major order.
+  int fusable_reduce(const lazy::Kernel& kern) const {
+    if (kern.kind != lazy::KernelKind::kReduce) return 0;
+    int anchor = -1;
+    for (size_t j = 0; j < kern.instrs.size(); ++j)
+      if (op_info(plan_.instrs[kern.instrs[j]].op).category == OpCategory::Reduce) {
+        anchor = static_cast<int>(j);
+        break;
+      }
+    if (anchor <= 0) return 0;
+    const Instr& r = plan_.instrs[kern.instrs[anchor]];
+    if (r.op != OpId::kSum && r.op != OpId::kProd && r.op != OpId::kAmax && r.op != OpId::kAmin)
+      return 0;
+    const Shape& xs = plan_.slots[r.in[0]].shape;
+    bool produced = false;
+    for (int j = 0; j < anchor; ++j) {
+      const Instr& p = plan_.instrs[kern.instrs[j]];
+      if (!is_elementwise(p.op) || p.shape != xs) return 0;
+      produced |= p.out == r.in[0];
+    }
+    if (!produced) return 0;
+    const int64_t nd = static_cast<int64_t>(xs.size());
+    std::vector<int64_t> dims(r.attrs.dims.begin(), r.attrs.dims.end());
+    if (dims.empty()) return anchor;  // everything
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return 0;
+    return anchor;
   }
 
   Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable

@@ -5,7 +5,10 @@
 // intermediates never touch memory. Operands that are contiguous in the loop's order and
 // already of the right dtype are read in place, and materialized results are written straight
 // into their output buffers.
+#include <atomic>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_format.h"
@@ -151,6 +154,56 @@ void fill(void* p, DType t, double v, int64_t n) {
   visit_dtype(t, [&](auto z) { fill_typed<decltype(z)>(p, v, n); });
 }
 
+// Accumulators of the fused reductions: float sums and products in double, integers in
+// int64 (as reduce.cc), several independent lanes per tile so the loop vectorizes.
+template <typename T>
+using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+template <typename T, typename A, typename F, typename M>
+A lanes(const T* x, int64_t n, A init, F add, M merge) {
+  constexpr int kL = 8;
+  A acc[kL];
+  for (int k = 0; k < kL; ++k) acc[k] = init;
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL)
+    for (int k = 0; k < kL; ++k) acc[k] = add(acc[k], x[j + k]);
+  for (; j < n; ++j) acc[0] = add(acc[0], x[j]);
+  A a = acc[0];
+  for (int k = 1; k < kL; ++k) a = merge(a, acc[k]);
+  return a;
+}
+template <typename T> struct SumAcc {
+  using A = Wide<T>;
+  static A init() { return 0; }
+  static A merge(A a, A b) { return a + b; }
+  static A run(const T* x, int64_t n) {
+    return lanes<T, A>(x, n, A(0), [](A a, T v) { return a + static_cast<A>(v); }, merge);
+  }
+};
+template <typename T> struct ProdAcc {
+  using A = Wide<T>;
+  static A init() { return 1; }
+  static A merge(A a, A b) { return a * b; }
+  static A run(const T* x, int64_t n) {
+    return lanes<T, A>(x, n, A(1), [](A a, T v) { return a * static_cast<A>(v); }, merge);
+  }
+};
+template <typename T> struct MaxAcc {
+  using A = T;
+  static A init() { return std::numeric_limits<T>::lowest(); }
+  static A merge(A a, A b) { return ew::max_<T>(a, b); }
+  static A run(const T* x, int64_t n) {
+    return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::max_<T>(v, a); }, merge);
+  }
+};
+template <typename T> struct MinAcc {
+  using A = T;
+  static A init() { return std::numeric_limits<T>::max(); }
+  static A merge(A a, A b) { return ew::min_<T>(a, b); }
+  static A run(const T* x, int64_t n) {
+    return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::min_<T>(v, a); }, merge);
+  }
+};
+
 // Scratch registers are per thread: tiles of one chunk reuse them, chunks on other threads
 // have their own.
 char* scratch(size_t bytes) {
@@ -192,8 +245,12 @@ class Program final : public ElementwiseProgram {
   };
 
   Program(const Plan& plan, const std::vector<int32_t>& instrs,
-          const std::vector<int32_t>& materialize) {
+          const std::vector<int32_t>& materialize, const ProgramOptions& opt) {
     shape_ = plan.instrs[instrs.back()].shape;
+    if (opt.reduce) {
+      red_ = *opt.reduce;
+      shape_ = plan.slots[red_.in[0]].shape;
+    }
     std::map<int, int> internal;                       // slot -> value
     std::map<std::pair<int, DType>, int> loaded;       // (slot, dtype) -> value
     std::map<std::pair<int, DType>, int> converted;    // (value, dtype) -> value
@@ -250,20 +307,53 @@ class Program final : public ElementwiseProgram {
         error_ = absl::StrFormat("cpu backend: %s is not an elementwise op", op_name(in.op));
       steps_.push_back(st);
       internal[in.out] = st.out;
+      def_step_[st.out] = static_cast<int>(steps_.size()) - 1;
       for (int32_t m : materialize)
         if (m == in.out) {
           vals_[st.out].out = static_cast<int>(outs_.size());
           outs_.push_back({in.out, st.out});
         }
     }
+    if (opt.reduce) {
+      auto it = internal.find(red_.in[0]);
+      if (it == internal.end()) error_ = "cpu backend: fused reduction input is not in its prologue";
+      else sink_ = it->second;
+    }
+    // In-place candidates: operands dead after this program whose buffer an output may take
+    // over. Safe only if every step reading the operand runs no later than the step that
+    // writes the output (a tile is read before it is overwritten) and the read is in lockstep
+    // (checked at run time: same dtype, same linear layout, nothing else holds the storage).
+    for (int32_t d : opt.donatable)
+      for (size_t e = 0; e < exts_.size(); ++e)
+        if (exts_[e].slot == d) {
+          int last = -1;
+          for (size_t k = 0; k < steps_.size(); ++k)
+            for (int i : steps_[k].in)
+              if (i == exts_[e].val) last = static_cast<int>(k);
+          donors_.push_back({static_cast<int>(e), last});
+        }
     allocate_registers();
   }
 
   absl::Status run(Env& env) const override {
     if (!error_.empty()) return absl::InternalError(error_);
     const int64_t n = numel(shape_);
-    std::vector<DeviceData> outs;
-    for (const Out& o : outs_) outs.push_back(env.alloc(shape_, vals_[o.val].dtype));
+    std::vector<DeviceData> outs(outs_.size());
+    std::vector<char> donated(exts_.size(), 0);
+    for (size_t o = 0; o < outs_.size(); ++o) {
+      const DType t = vals_[outs_[o].val].dtype;
+      for (const Donor& d : donors_) {
+        if (donated[d.ext] || d.last_read > def_step_.at(outs_[o].val)) continue;
+        const DeviceData& x = env.get(exts_[d.ext].slot);
+        if (x.dtype != t || x.layout.shape != shape_ || !x.is_contiguous() ||
+            x.storage->use_count() != 1 || x.numel() != n)
+          continue;
+        donated[d.ext] = 1;
+        outs[o] = x;  // shares the storage; the slot is released after this kernel
+        break;
+      }
+      if (!outs[o].storage) outs[o] = env.alloc(shape_, t);
+    }
     if (n > 0) {
       // Bind this run's layouts, then coalesce the loop space over all operands.
       Shape geo = shape_;
@@ -290,9 +380,17 @@ class Program final : public ElementwiseProgram {
       }
       std::vector<double> cv(consts_.size());
       for (size_t c = 0; c < consts_.size(); ++c) cv[c] = env.scalar(consts_[c].slot);
-      auto chunk = [&](int64_t b, int64_t e) { run_chunk(b, e, bound, cv, outs); };
-      if (n >= kParallelThreshold) parallel_for(n, kTile * 8, chunk);
-      else chunk(0, n);
+      if (sink_ >= 0) {
+        absl::Status st = run_reduce(env, n, bound, cv, outs);
+        if (!st.ok()) return st;
+      } else {
+        auto chunk = [&](int64_t b, int64_t e) { run_chunk(b, e, bound, cv, outs, nullptr); };
+        if (n >= kParallelThreshold) parallel_for(n, kTile * 8, chunk);
+        else chunk(0, n);
+      }
+    } else if (sink_ >= 0) {
+      absl::Status st = run_reduce(env, 0, {}, {}, outs);
+      if (!st.ok()) return st;
     }
     for (size_t o = 0; o < outs_.size(); ++o) env.set(outs_[o].slot, std::move(outs[o]));
     return absl::OkStatus();
@@ -307,8 +405,100 @@ class Program final : public ElementwiseProgram {
     ConvFn conv = nullptr;
   };
 
+  using Sink = std::function<void(const void* v, int64_t start, int64_t n)>;
+
+  // The fused reduction: the prologue runs tile by tile over the reduction's input space in
+  // row-major order, and each tile of the reduced value goes straight into accumulators (no
+  // intermediate buffer). The reduced dims are the trailing ones (the planner checks), so
+  // each output owns one contiguous stretch of rn elements of that order.
+  absl::Status run_reduce(Env& env, int64_t n, const std::vector<Bound>& bound,
+                          const std::vector<double>& cv, const std::vector<DeviceData>& outs) const {
+    DeviceData out = env.alloc(red_.shape, red_.dtype);
+    const int64_t kn = numel(red_.shape);
+    const int64_t rn = kn == 0 ? 0 : n / kn;
+    if (kn > 0 && rn == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: cannot reduce over an empty dim (no identity)", op_name(red_.op)));
+    const DType vt = vals_[sink_].dtype;
+    absl::Status st = absl::OkStatus();
+    visit_dtype(vt, [&](auto vz) {
+      using T = decltype(vz);
+      visit_dtype(red_.dtype, [&](auto oz) {
+        using O = decltype(oz);
+        switch (red_.op) {
+          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
+          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
+          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
+          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
+          default: st = absl::InternalError("cpu backend: unsupported fused reduction");
+        }
+      });
+    });
+    env.set(red_.out, std::move(out));
+    return st;
+  }
+
+  template <typename T, typename O, typename Acc>
+  void reduce_as(int64_t n, int64_t kn, int64_t rn, const std::vector<Bound>& bound,
+                 const std::vector<double>& cv, const std::vector<DeviceData>& outs,
+                 DeviceData& out) const {
+    using A = typename Acc::A;
+    O* o = out.data<O>();
+    if (kn == 0) return;
+    if (rn == 0) {
+      for (int64_t i = 0; i < kn; ++i) o[i] = static_cast<O>(Acc::init());
+      return;
+    }
+    if (kn == 1) {  // one output: per-thread partials over the whole range, then merged
+      const int np = num_threads();
+      std::vector<A> part(np, Acc::init());
+      std::atomic<int> next{0};
+      auto body = [&](int64_t b, int64_t e) {
+        A a = Acc::init();
+        Sink sink = [&](const void* v, int64_t, int64_t m) {
+          a = Acc::merge(a, Acc::run(static_cast<const T*>(v), m));
+        };
+        run_chunk(b, e, bound, cv, outs, &sink);
+        part[next.fetch_add(1)] = a;
+      };
+      if (n >= kParallelThreshold) parallel_for(n, kTile * 8, body);
+      else body(0, n);
+      A a = Acc::init();
+      for (int i = 0; i < np; ++i) a = Acc::merge(a, part[i]);
+      o[0] = static_cast<O>(a);
+      return;
+    }
+    // Several outputs: chunks of whole rows; a tile may span rows and a row may span tiles.
+    auto body = [&](int64_t rb, int64_t re) {
+      int64_t row = rb;
+      A a = Acc::init();
+      int64_t left = rn;  // elements of `row` still to come
+      Sink sink = [&](const void* v, int64_t, int64_t m) {
+        const T* x = static_cast<const T*>(v);
+        while (m > 0) {
+          int64_t take = std::min(m, left);
+          a = Acc::merge(a, Acc::run(x, take));
+          x += take;
+          m -= take;
+          left -= take;
+          if (left == 0) {
+            o[row++] = static_cast<O>(a);
+            a = Acc::init();
+            left = rn;
+          }
+        }
+      };
+      run_chunk(rb * rn, re * rn, bound, cv, outs, &sink);
+    };
+    if (n >= kParallelThreshold)
+      parallel_for(kn, std::max<int64_t>(1, (kTile * 8 + rn - 1) / rn), body);
+    else
+      body(0, kn);
+  }
+
   void run_chunk(int64_t begin, int64_t end, const std::vector<Bound>& bound,
-                 const std::vector<double>& cv, const std::vector<DeviceData>& outs) const {
+                 const std::vector<double>& cv, const std::vector<DeviceData>& outs,
+                 const Sink* sink) const {
     char* regs = scratch(static_cast<size_t>(num_regs_) * kRegBytes);
     void* p[256];
     std::vector<void*> heap;
@@ -347,6 +537,7 @@ class Program final : public ElementwiseProgram {
             break;
         }
       }
+      if (sink) (*sink)(ptrs[sink_], t, n);
     }
   }
 
@@ -357,6 +548,7 @@ class Program final : public ElementwiseProgram {
     for (size_t s = 0; s < steps_.size(); ++s)
       for (int i : steps_[s].in)
         if (i >= 0) last[i] = static_cast<int>(s);
+    if (sink_ >= 0) last[sink_] = static_cast<int>(steps_.size());  // read after the last step
     std::vector<int> free_regs;
     int next = 0;
     auto take = [&] {
@@ -387,7 +579,15 @@ class Program final : public ElementwiseProgram {
     return false;
   }
 
+  struct Donor {
+    int ext;
+    int last_read;  // last step reading the operand's loaded value
+  };
   Shape shape_;
+  Instr red_{};        // fused reduction (sink_ >= 0)
+  int sink_ = -1;      // value reduced by red_
+  std::map<int, int> def_step_;  // value -> defining step
+  std::vector<Donor> donors_;
   std::vector<Val> vals_;
   std::vector<Ext> exts_;
   std::vector<Const> consts_;
@@ -401,8 +601,9 @@ class Program final : public ElementwiseProgram {
 
 std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
                                                         const std::vector<int32_t>& instrs,
-                                                        const std::vector<int32_t>& materialize) {
-  return std::make_unique<Program>(plan, instrs, materialize);
+                                                        const std::vector<int32_t>& materialize,
+                                                        const ProgramOptions& options) {
+  return std::make_unique<Program>(plan, instrs, materialize, options);
 }
 
 }  // namespace sloth::cpu

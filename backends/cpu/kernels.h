@@ -50,11 +50,20 @@ class ElementwiseProgram {
   virtual ~ElementwiseProgram() = default;
   virtual absl::Status run(Env& env) const = 0;
 };
+struct ProgramOptions {
+  // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is
+  // computed by the program: the program runs over the input's shape and reduces on the fly.
+  const Instr* reduce = nullptr;
+  // Operand slots dead after this program: an output may take over such a buffer (in place)
+  // when the layouts match and nothing else references the storage.
+  std::vector<int32_t> donatable;
+};
 // `instrs`: indices into plan.instrs, all elementwise with the same shape. `materialize`:
 // slots among their outputs that must be written to memory.
 std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
                                                         const std::vector<int32_t>& instrs,
-                                                        const std::vector<int32_t>& materialize);
+                                                        const std::vector<int32_t>& materialize,
+                                                        const ProgramOptions& options = {});
 
 // Single-instruction kernels; each writes env.vals[in.out].
 absl::Status run_reduce(Env& env, const Instr& in);

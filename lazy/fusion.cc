@@ -1,0 +1,217 @@
+#include "lazy/fusion.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace sloth::lazy {
+namespace {
+
+// Past this many instructions a kernel is closed: the interpreter's program stays short
+// and the per-kernel bookkeeping bounded.
+constexpr size_t kMaxKernelInstrs = 128;
+
+KernelKind kind_of(OpId op) {
+  switch (op_info(op).category) {
+    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
+      return KernelKind::kElementwise;
+    case OpCategory::Reduce: return KernelKind::kReduce;
+    case OpCategory::Matmul: return KernelKind::kMatmul;
+    case OpCategory::View: return KernelKind::kView;
+    default: return KernelKind::kOther;
+  }
+}
+
+const char* kind_name(KernelKind k) {
+  static const char* names[] = {"elementwise", "reduce", "matmul", "view", "other"};
+  return names[static_cast<int>(k)];
+}
+
+struct Group {
+  KernelKind kind;
+  Shape loop;       // elementwise: the loop shape; reduce: its input shape (the prologue's)
+  Shape out_shape;  // reduce/matmul: the shape their epilogue runs over
+  int32_t anchor = -1;  // the reduce/matmul instruction
+  std::vector<int32_t> instrs;
+};
+
+class Fuser {
+ public:
+  Fuser(Plan& p, std::vector<std::string>* reasons) : p_(p), reasons_(reasons) {
+    producer_.assign(p.slots.size(), -1);
+    for (size_t i = 0; i < p.instrs.size(); ++i) producer_[p.instrs[i].out] = static_cast<int32_t>(i);
+    group_of_.assign(p.instrs.size(), -1);
+  }
+
+  void run() {
+    for (size_t i = 0; i < p_.instrs.size(); ++i) place(static_cast<int32_t>(i));
+    p_.kernels.clear();
+    for (Group& g : groups_) {
+      Kernel k;
+      k.kind = g.kind;
+      k.instrs = std::move(g.instrs);
+      p_.kernels.push_back(std::move(k));
+    }
+  }
+
+ private:
+  void place(int32_t i) {
+    const Instr& in = p_.instrs[i];
+    const KernelKind kind = kind_of(in.op);
+    // The newest kernel that produces an operand: the only one this instruction may join
+    // (every other operand then comes from an earlier kernel).
+    int32_t best = -1, best_slot = -1;
+    for (int32_t s : in.in)
+      if (producer_[s] >= 0 && group_of_[producer_[s]] > best) {
+        best = group_of_[producer_[s]];
+        best_slot = s;
+      }
+    if (best >= 0) {
+      FusionDecision d = can_join(groups_[best], best, i, best_slot);
+      if (d) {
+        join(best, i);
+        return;
+      }
+      note(i, best, d.reason);
+    }
+    Group g{kind};
+    if (kind == KernelKind::kElementwise) g.loop = in.shape;
+    if (kind == KernelKind::kReduce) {
+      g.loop = p_.slots[in.in[0]].shape;
+      g.out_shape = in.shape;
+      g.anchor = i;
+    }
+    if (kind == KernelKind::kMatmul) {
+      g.out_shape = in.shape;
+      g.anchor = i;
+    }
+    groups_.push_back(std::move(g));
+    join(static_cast<int32_t>(groups_.size()) - 1, i);
+  }
+
+  void join(int32_t g, int32_t i) {
+    Group& G = groups_[g];
+    const Instr& in = p_.instrs[i];
+    if (kind_of(in.op) == KernelKind::kReduce && G.kind == KernelKind::kElementwise) {
+      G.kind = KernelKind::kReduce;
+      G.out_shape = in.shape;
+      G.anchor = i;
+    }
+    G.instrs.push_back(i);
+    group_of_[i] = g;
+  }
+
+  std::string val(int32_t slot) const {
+    const Slot& s = p_.slots[slot];
+    int32_t pi = producer_[slot];
+    return absl::StrFormat("%%%d (%s %s)", slot, pi >= 0 ? std::string(op_name(p_.instrs[pi].op)) : "input",
+                           shape_str(s.shape));
+  }
+
+  FusionDecision can_join(const Group& G, int32_t gi, int32_t i, int32_t slot) const {
+    const Instr& in = p_.instrs[i];
+    const KernelKind kind = kind_of(in.op);
+    if (kind == KernelKind::kMatmul)
+      return FusionDecision::no(absl::StrFormat(
+          "matmul operands are read from memory by BLAS: %s is materialized by kernel %d",
+          val(slot), gi));
+    if (kind == KernelKind::kView)
+      return FusionDecision::no(absl::StrFormat(
+          "view ops are zero-copy layout changes of memory: %s is materialized by kernel %d",
+          val(slot), gi));
+    if (kind == KernelKind::kOther)
+      return FusionDecision::no(absl::StrFormat("%s has its own kernel (not fusible)", op_name(in.op)));
+    if (G.kind == KernelKind::kView || G.kind == KernelKind::kOther)
+      return FusionDecision::no(absl::StrFormat(
+          "operand %s comes from a non-fusible %s kernel", val(slot), kind_name(G.kind)));
+    if (G.instrs.size() >= kMaxKernelInstrs)
+      return FusionDecision::no(absl::StrFormat("kernel %d reached the size limit of %d instructions",
+                                                gi, kMaxKernelInstrs));
+    if (kind == KernelKind::kReduce) {
+      if (G.kind == KernelKind::kReduce)
+        return FusionDecision::no(absl::StrFormat(
+            "kernel %d already has a reduction (%s); one reduction per kernel", gi,
+            op_name(p_.instrs[G.anchor].op)));
+      if (G.kind == KernelKind::kMatmul)
+        return FusionDecision::no(absl::StrFormat(
+            "a matmul kernel takes only an elementwise epilogue; reducing %s starts a new kernel",
+            val(slot)));
+      if (G.loop != p_.slots[in.in[0]].shape)
+        return FusionDecision::no(absl::StrFormat(
+            "reduction input %s does not match the loop shape %s of kernel %d", val(slot),
+            shape_str(G.loop), gi));
+      return FusionDecision::yes();
+    }
+    // Elementwise.
+    const Shape& want = G.kind == KernelKind::kElementwise ? G.loop : G.out_shape;
+    if (in.shape == want) return FusionDecision::yes();
+    if (G.kind == KernelKind::kReduce)
+      return FusionDecision::no(absl::StrFormat(
+          "reduction %%%d (%s) output %s feeds a broadcast to loop shape %s: reduce-then-broadcast "
+          "stores the reduced value and a new kernel reads it",
+          p_.instrs[G.anchor].out, op_name(p_.instrs[G.anchor].op), shape_str(G.out_shape),
+          shape_str(in.shape)));
+    if (G.kind == KernelKind::kMatmul)
+      return FusionDecision::no(absl::StrFormat(
+          "matmul output %s feeds loop shape %s; a matmul epilogue runs over its output shape",
+          shape_str(G.out_shape), shape_str(in.shape)));
+    return FusionDecision::no(absl::StrFormat(
+        "operand %s of loop shape %s is used at loop shape %s (different loop shape)", val(slot),
+        shape_str(want), shape_str(in.shape)));
+  }
+
+  void note(int32_t i, int32_t g, const std::string& why) {
+    if (!reasons_) return;
+    const Instr& in = p_.instrs[i];
+    reasons_->push_back(absl::StrFormat("%%%d=%s not fused into kernel %d (%s): %s", in.out,
+                                        op_name(in.op), g, kind_name(groups_[g].kind), why));
+  }
+
+  Plan& p_;
+  std::vector<std::string>* reasons_;
+  std::vector<int32_t> producer_;  // slot -> instruction
+  std::vector<int32_t> group_of_;  // instruction -> group
+  std::vector<Group> groups_;
+};
+
+}  // namespace
+
+void compute_kernel_outputs(Plan& p) {
+  std::vector<int32_t> kernel_of(p.slots.size(), -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    for (int32_t i : p.kernels[k].instrs) kernel_of[p.instrs[i].out] = static_cast<int32_t>(k);
+  std::vector<char> needed(p.slots.size(), 0);
+  for (int32_t o : p.outputs) needed[o] = 1;
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    for (int32_t i : p.kernels[k].instrs)
+      for (int32_t s : p.instrs[i].in)
+        if (kernel_of[s] >= 0 && kernel_of[s] != static_cast<int32_t>(k)) needed[s] = 1;
+  for (Kernel& k : p.kernels) {
+    k.outputs.clear();
+    const bool all = k.kind == KernelKind::kView || k.kind == KernelKind::kOther;
+    for (int32_t i : k.instrs) {
+      int32_t s = p.instrs[i].out;
+      if (all || needed[s]) k.outputs.push_back(s);
+    }
+  }
+}
+
+void fuse_kernels(Plan& p, std::vector<std::string>* reasons) {
+  Fuser(p, reasons).run();
+  compute_kernel_outputs(p);
+}
+
+void unfused_kernels(Plan& p) {
+  p.kernels.clear();
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    Kernel k;
+    k.kind = kind_of(p.instrs[i].op);
+    k.instrs.push_back(static_cast<int32_t>(i));
+    p.kernels.push_back(std::move(k));
+  }
+  compute_kernel_outputs(p);
+  // Unfused: every instruction's result is its kernel's output.
+  for (size_t k = 0; k < p.kernels.size(); ++k) p.kernels[k].outputs = {p.instrs[k].out};
+}
+
+}  // namespace sloth::lazy
