@@ -229,6 +229,7 @@ bool gradgradcheck(std::function<Tensor(const std::vector<Tensor>&)> f,
   // The function checked is x -> sum of (d f/d x_i * fixed random weights): its gradient is
   // the second derivative contracted with those weights.
   auto g = [f](const std::vector<Tensor>& xs) -> Tensor {
+    EnableGradGuard enable;  // the numerical side evaluates g under no_grad
     std::vector<Tensor> diff;
     for (const auto& x : xs)
       if (x.requires_grad()) diff.push_back(x);

@@ -169,7 +169,16 @@ Grads view_grad(const FormulaArgs& a) {
     case OpId::kSlice: return {ptr(call_op(OpId::kSliceScatter, {zeros_for(a, 0), g}, a.attrs))};
     case OpId::kSelect: return {ptr(call_op(OpId::kSelectScatter, {zeros_for(a, 0), g}, a.attrs))};
     case OpId::kDiagonal: return {ptr(call_op(OpId::kDiagonalScatter, {zeros_for(a, 0), g}, a.attrs))};
-    case OpId::kAsStrided: return {ptr(call_op(OpId::kAsStridedScatter, {zeros_for(a, 0), g}, a.attrs))};
+    case OpId::kAsStrided: {
+      // Windows may overlap: every element of the view adds its gradient to the storage
+      // element it reads (index_add over the view's storage indices).
+      const int64_t n = numel(xs);
+      Tensor pos = arange(0.0, static_cast<double>(n), 1.0, TensorOptions().dtype(kInt64).device(g.device()));
+      Tensor idx = call_op(OpId::kAsStrided, {pos}, a.attrs).reshape({-1});
+      Tensor flat = index_add(zeros({n}, TensorOptions().dtype(g.dtype()).device(g.device())), 0, idx,
+                              g.reshape({-1}));
+      return {ptr(flat.reshape(xs))};
+    }
     default: fail("internal: no view formula for %s", op_name(a.op));
   }
 }
@@ -201,6 +210,7 @@ Grads index_grad(const FormulaArgs& a) {
               a.needs[2] ? ptr(index_select(g, dim, in(a, 1))) : nullptr};
     case OpId::kIndexPut: {
       Tensor idx = in(a, 1);
+      idx = where(idx < 0.0, idx + static_cast<double>(a.input_info[0].shape[0]), idx);
       Tensor gb, gv;
       if (a.needs[0]) {
         Shape zs = a.input_info[0].shape;
