@@ -572,6 +572,7 @@ absl::Status rule_inplace_binary(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   OpId fn = op == OpId::kAdd_ ? OpId::kAdd : op == OpId::kSub_ ? OpId::kSub
           : op == OpId::kMul_ ? OpId::kMul : OpId::kDiv;
+  SLOTH_RETURN_IF_ERROR(fits_self(op, in[0], in.subspan(1), in[0].dtype));  // names op_
   OutputMeta r;
   SLOTH_RETURN_IF_ERROR(infer(fn, in, a, &r));
   SLOTH_RETURN_IF_ERROR(fits_self(op, in[0], in.subspan(1), r.dtype));
