@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Side-by-side: LibTorch eager (Debian libtorch-dev, C++) vs sloth on workloads 2-4 of issue 5.
+#   benchmarks/compare.sh            (or: bazel run //benchmarks:compare)
+# Environment knobs:
+#   THREADS=<n>        thread count for both sides (default: nproc, which is what sloth's pool uses)
+#   REPS=<n>           sloth benchmark repetitions (median reported; default 5)
+#   LT_MIN_S=<s>       LibTorch seconds per workload (median over all reps in that time; default 3)
+#   BAZEL_STARTUP="--output_base=/tmp/ob_bench"   extra bazel startup options
+#   WORKDIR=<dir>      where the LibTorch binary and raw results go (default /tmp/sloth_compare)
+# OPENBLAS_* and OMP_* are taken from the environment unchanged, for both sides.
+set -euo pipefail
+
+ROOT="${BUILD_WORKSPACE_DIRECTORY:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+cd "$ROOT"
+THREADS="${THREADS:-$(nproc)}"
+REPS="${REPS:-5}"
+LT_MIN_S="${LT_MIN_S:-3}"
+WORKDIR="${WORKDIR:-/tmp/sloth_compare}"
+BAZEL="${BAZEL:-bazel}"
+read -r -a STARTUP <<< "${BAZEL_STARTUP:-}"
+mkdir -p "$WORKDIR"
+
+if [[ "$THREADS" != "$(nproc)" ]]; then
+  echo "note: sloth's CPU pool uses all $(nproc) hardware threads; THREADS=$THREADS only applies to LibTorch" >&2
+fi
+
+# ---- 1. libtorch-dev ----
+if [[ ! -f /usr/include/torch/csrc/api/include/torch/torch.h || ! -e /usr/lib/x86_64-linux-gnu/libtorch.so ]]; then
+  echo "== installing libtorch-dev (apt-get) ==" >&2
+  SUDO=""; [[ "$(id -u)" != 0 ]] && SUDO="sudo"
+  $SUDO apt-get install -y libtorch-dev || { $SUDO apt-get update && $SUDO apt-get install -y libtorch-dev; }
+fi
+
+# ---- 2. LibTorch program (g++ directly; not a Bazel target) ----
+SRC="$ROOT/benchmarks/libtorch_workloads.cc"
+LTBIN="$WORKDIR/libtorch_workloads"
+if [[ ! -x "$LTBIN" || "$SRC" -nt "$LTBIN" ]]; then
+  echo "== building $LTBIN ==" >&2
+  g++ -O3 -std=c++17 -o "$LTBIN" "$SRC" \
+    -I/usr/include/torch/csrc/api/include \
+    -L/usr/lib/x86_64-linux-gnu -ltorch -ltorch_cpu -lc10 -pthread
+fi
+
+# ---- 3. sloth benchmarks ----
+echo "== building sloth benchmarks ==" >&2
+"$BAZEL" "${STARTUP[@]}" build -c opt //benchmarks:elementwise_bench //benchmarks:ops_bench //benchmarks:train_bench >&2
+BIN="$("$BAZEL" "${STARTUP[@]}" info -c opt bazel-bin 2>/dev/null)/benchmarks"
+
+echo "== LibTorch eager ($THREADS threads) ==" >&2
+"$LTBIN" "$THREADS" "$LT_MIN_S" | tee "$WORKDIR/libtorch.txt" >&2
+
+echo "== sloth ==" >&2
+COMMON=(--benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true
+        --benchmark_format=console)
+"$BIN/elementwise_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/elementwise.json" --benchmark_out_format=json >&2
+"$BIN/ops_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/ops.json" --benchmark_out_format=json >&2
+"$BIN/train_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/train.json" --benchmark_out_format=json >&2
+
+# ---- 4. one table ----
+python3 - "$WORKDIR" "$THREADS" <<'PY'
+import json, sys, re, os
+wd, threads = sys.argv[1], sys.argv[2]
+lt = {}
+for line in open(os.path.join(wd, "libtorch.txt")):
+    if line.startswith("#") or not line.strip():
+        continue
+    name, med, mn, reps = line.split()
+    lt[name] = float(med)
+to_ms = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+sl, extra = {}, {}
+for f in ("elementwise.json", "ops.json", "train.json"):
+    for b in json.load(open(os.path.join(wd, f)))["benchmarks"]:
+        if b.get("aggregate_name") != "median":
+            continue
+        name = re.sub(r"/(min_time:[^/]*|real_time|manual_time)", "", b["run_name"])
+        sl[name] = b["real_time"] * to_ms[b["time_unit"]]
+        extra[name] = b
+rows = [(f"chain k={k} (16M f32)", f"chain_k{k}", f"BM_SlothChain/k:{k}") for k in (1, 2, 4, 8, 16)]
+rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6"),
+         ("softmax [4096,1024]", "softmax_4096x1024", "BM_Softmax"),
+         ("layer_norm [4096,1024]", "layer_norm_4096x1024", "BM_LayerNorm"),
+         ("matmul 1024x1024", "matmul_1024", "BM_MatmulSloth/n:1024"),
+         ("MLP 784-1024-1024-10 b256 step", "mlp_b256", "BM_TrainMlp/batch:256"),
+         ("MLP 784-1024-1024-10 b32 step", "mlp_b32", "BM_TrainMlp/batch:32"),
+         ("tiny MLP 32-64-64-1 b16 step", "tiny_mlp_b16", "BM_TrainTinyMlp/batch:16")]
+def fmt(ms):
+    if ms is None: return "n/a"
+    return f"{ms*1e3:.1f} us" if ms < 1 else f"{ms:.2f} ms"
+print(f"\nthreads={threads}  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE','(unset)')}  "
+      f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY','(unset)')}  medians")
+hdr = f"{'workload':34} {'LibTorch':>12} {'sloth':>12} {'LibTorch/sloth':>15}"
+print(hdr); print("-" * len(hdr))
+for label, lk, sk in rows:
+    a, b = lt.get(lk), sl.get(sk)
+    r = f"{a/b:.2f}x" if a and b else "n/a"
+    print(f"{label:34} {fmt(a):>12} {fmt(b):>12} {r:>15}")
+print("\nratio > 1: sloth is faster.  Same-binary references (sloth side):")
+for k in ("BM_StreamTriad/threads:1", "BM_StreamTriad/threads:2"):
+    if k in extra:
+        print(f"  STREAM triad {k[-9:]}: {extra[k]['bytes_per_second']/1e9:.1f} GB/s")
+for k in [r[2] for r in rows[:6]]:
+    if k in extra:
+        print(f"  {k}: {extra[k]['bytes_per_second']/1e9:.1f} GB/s")
+if "BM_MatmulCblas/n:1024" in sl:
+    print(f"  cblas_sgemm 1024: {fmt(sl['BM_MatmulCblas/n:1024'])}  (sloth matmul / cblas = "
+          f"{sl['BM_MatmulSloth/n:1024']/sl['BM_MatmulCblas/n:1024']:.3f})")
+for k in ("BM_TrainMlp/batch:256", "BM_TrainMlp/batch:32"):
+    if k in extra and "ideal_ms" in extra[k]:
+        print(f"  {k}: GEMM-bound ideal {extra[k]['ideal_ms']:.2f} ms, step/ideal = "
+              f"{sl[k]/extra[k]['ideal_ms']:.2f}")
+PY

@@ -1,0 +1,240 @@
+// Trace-path costs: recording an op (ns/op, no sync in the timed region), view-heavy code
+// against the same computation without views (functionalization overhead), and the flush
+// latency of a 100-node graph with a warm plan cache (µs).
+//   bazel run //benchmarks:trace_bench
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <vector>
+
+#include "benchmarks/bench_common.h"
+#include "sloth/sloth.h"
+
+namespace {
+
+constexpr int kBatch = 1000;  // ops recorded between two (untimed) flushes
+
+void per_op(benchmark::State& state, int64_t ops_per_iter) {
+  // Seconds per op (printed with an SI prefix: "45.3n" = 45.3 ns).
+  state.counters["per_op"] = benchmark::Counter(
+      static_cast<double>(ops_per_iter) * state.iterations(),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetItemsProcessed(ops_per_iter * state.iterations());
+}
+
+struct NoAutoFlush {
+  NoAutoFlush() { sloth::set_auto_flush_limit(int64_t{1} << 40); }
+  ~NoAutoFlush() { sloth::set_auto_flush_limit(10000); }
+};
+
+// c = a + b recorded and dropped (the common "temporary" case).
+void BM_RecordAdd_Independent(benchmark::State& state) {
+  NoAutoFlush nf;
+  sloth::Tensor a = sloth::randn({16}), b = sloth::randn({16});
+  sloth::mark_step();
+  std::vector<sloth::Tensor> keep(kBatch);
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) keep[i] = a + b;  // kept alive: nothing freed in the loop
+    state.PauseTiming();
+    sloth::mark_step();
+    for (auto& t : keep) t = sloth::Tensor();
+    state.ResumeTiming();
+  }
+  per_op(state, kBatch);
+}
+BENCHMARK(BM_RecordAdd_Independent)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// y = y + b: a 1000-node dependent chain.
+void BM_RecordAdd_Chain(benchmark::State& state) {
+  NoAutoFlush nf;
+  sloth::Tensor a = sloth::randn({16}), b = sloth::randn({16});
+  sloth::mark_step();
+  sloth::Tensor y;
+  for (auto _ : state) {
+    y = a;
+    for (int i = 0; i < kBatch; ++i) y = y + b;
+    state.PauseTiming();
+    sloth::mark_step();
+    state.ResumeTiming();
+  }
+  per_op(state, kBatch);
+}
+BENCHMARK(BM_RecordAdd_Chain)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Scalar op (no second tensor): y = y * 1.0001.
+void BM_RecordMulScalar_Chain(benchmark::State& state) {
+  NoAutoFlush nf;
+  sloth::Tensor a = sloth::randn({16});
+  sloth::mark_step();
+  sloth::Tensor y;
+  for (auto _ : state) {
+    y = a;
+    for (int i = 0; i < kBatch; ++i) y = y * 1.0001;
+    state.PauseTiming();
+    sloth::mark_step();
+    state.ResumeTiming();
+  }
+  per_op(state, kBatch);
+}
+BENCHMARK(BM_RecordMulScalar_Chain)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Recording with autograd: a requires grad.
+void BM_RecordAdd_Chain_RequiresGrad(benchmark::State& state) {
+  NoAutoFlush nf;
+  sloth::Tensor a = sloth::randn({16}, sloth::TensorOptions().requires_grad());
+  sloth::Tensor b = sloth::randn({16});
+  sloth::mark_step();
+  sloth::Tensor y;
+  for (auto _ : state) {
+    y = a;
+    for (int i = 0; i < kBatch; ++i) y = y + b;
+    state.PauseTiming();
+    y = sloth::Tensor();  // drop the autograd graph
+    sloth::mark_step();
+    state.ResumeTiming();
+  }
+  per_op(state, kBatch);
+}
+BENCHMARK(BM_RecordAdd_Chain_RequiresGrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// ---------------- views vs no views ----------------
+// Same math: add bt[64,8] (as its transpose [8,64]) into the 8 row-blocks of a [64,64] matrix.
+// Views: base.slice(0, 8j, 8j+8).t().add_(bt)  -- slice + transpose + in-place through a view.
+// No views: blocks[j] = blocks[j] + b8         -- 8 separate [8,64] tensors, out of place.
+constexpr int kBlocks = 8;
+constexpr int kRounds = 50;  // 400 block updates per iteration
+
+// Correctness of the view path (checked once, outside any timing).
+void check_views_once() {
+  sloth::Tensor base = sloth::zeros({64, 64});
+  sloth::Tensor bt = sloth::ones({64, 8});
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < kBlocks; ++j) base.slice(0, 8 * j, 8 * j + 8).t().add_(bt);
+  sloth::mark_step();
+  sloth_bench::check_close("views", base.sum().item(), 3.0 * 64 * 64);
+}
+
+void BM_Views_Record(benchmark::State& state) {
+  static const bool checked = (check_views_once(), true);
+  (void)checked;
+  NoAutoFlush nf;
+  sloth::Tensor base = sloth::zeros({64, 64});
+  sloth::Tensor bt = sloth::randn({64, 8});
+  sloth::mark_step();
+  for (auto _ : state) {
+    for (int r = 0; r < kRounds; ++r)
+      for (int j = 0; j < kBlocks; ++j) base.slice(0, 8 * j, 8 * j + 8).t().add_(bt);
+    state.PauseTiming();
+    sloth::mark_step();
+    state.ResumeTiming();
+  }
+  per_op(state, kRounds * kBlocks);  // per block update (3 API calls: slice, t, add_)
+  state.SetLabel("per block update: slice+t+add_");
+}
+BENCHMARK(BM_Views_Record)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_NoViews_Record(benchmark::State& state) {
+  NoAutoFlush nf;
+  std::vector<sloth::Tensor> blocks;
+  for (int j = 0; j < kBlocks; ++j) blocks.push_back(sloth::zeros({8, 64}));
+  sloth::Tensor b8 = sloth::randn({8, 64});
+  sloth::mark_step();
+  for (auto _ : state) {
+    for (int r = 0; r < kRounds; ++r)
+      for (int j = 0; j < kBlocks; ++j) blocks[j] = blocks[j] + b8;
+    state.PauseTiming();
+    sloth::mark_step();
+    state.ResumeTiming();
+  }
+  per_op(state, kRounds * kBlocks);
+  state.SetLabel("per block update: add");
+}
+BENCHMARK(BM_NoViews_Record)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The same two, end to end (record + flush + execute inside the timed loop).
+void BM_Views_RecordAndRun(benchmark::State& state) {
+  sloth::Tensor base = sloth::zeros({64, 64});
+  sloth::Tensor bt = sloth::randn({64, 8});
+  sloth::mark_step();
+  for (auto _ : state) {
+    for (int r = 0; r < kRounds; ++r)
+      for (int j = 0; j < kBlocks; ++j) base.slice(0, 8 * j, 8 * j + 8).t().add_(bt);
+    sloth::mark_step();
+  }
+  per_op(state, kRounds * kBlocks);
+}
+BENCHMARK(BM_Views_RecordAndRun)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_NoViews_RecordAndRun(benchmark::State& state) {
+  std::vector<sloth::Tensor> blocks;
+  for (int j = 0; j < kBlocks; ++j) blocks.push_back(sloth::zeros({8, 64}));
+  sloth::Tensor b8 = sloth::randn({8, 64});
+  sloth::mark_step();
+  for (auto _ : state) {
+    for (int r = 0; r < kRounds; ++r)
+      for (int j = 0; j < kBlocks; ++j) blocks[j] = blocks[j] + b8;
+    sloth::mark_step();
+  }
+  per_op(state, kRounds * kBlocks);
+}
+BENCHMARK(BM_NoViews_RecordAndRun)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// ---------------- flush latency: 100-node graph, warm plan cache ----------------
+
+// 100 elementwise nodes over small tensors (fuse into one kernel).
+sloth::Tensor graph_elementwise(const sloth::Tensor& x, const sloth::Tensor& w) {
+  sloth::Tensor y = x;
+  for (int i = 0; i < 100; ++i) y = (i % 2) ? y * w : y + 0.5;
+  return y;
+}
+// 100 nodes of mixed kinds: 10 blocks of matmul, add, relu, sum(dim), mul, sub, exp, div, neg, mean.
+sloth::Tensor graph_mixed(const sloth::Tensor& x, const sloth::Tensor& w) {
+  sloth::Tensor y = x;
+  for (int i = 0; i < 10; ++i) {
+    sloth::Tensor h = sloth::relu(sloth::matmul(y, w) + x);        // 3
+    sloth::Tensor s = sloth::sum(h, {1}, true);                     // 1
+    y = sloth::neg(sloth::exp(h * 0.01 - s * 0.001) / 2.0) + 1.0;   // 6
+  }
+  return y;
+}
+
+template <sloth::Tensor (*G)(const sloth::Tensor&, const sloth::Tensor&)>
+void BM_Flush100(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  sloth::Tensor x = sloth::randn({n, n}), w = sloth::randn({n, n}) * 0.1;
+  sloth::mark_step();
+  sloth::Tensor y;
+  for (int i = 0; i < 5; ++i) { y = G(x, w); sloth::mark_step(); }  // warm the plan cache
+  sloth::reset_metrics();
+  for (auto _ : state) {
+    y = G(x, w);  // record (not timed)
+    auto t0 = std::chrono::steady_clock::now();
+    sloth::mark_step();
+    auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  sloth::Metrics m = sloth::metrics();
+  state.counters["plan_hits"] = static_cast<double>(m.plan_cache_hits);
+  state.counters["plan_misses"] = static_cast<double>(m.plan_cache_misses);
+  state.counters["kernels_per_flush"] =
+      m.graphs_executed ? static_cast<double>(m.kernels_launched) / m.graphs_executed : 0;
+}
+BENCHMARK_TEMPLATE(BM_Flush100, graph_elementwise)->Arg(4)->Arg(64)->ArgName("side")
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_Flush100, graph_mixed)->Arg(4)->Arg(16)->ArgName("side")
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// Record + flush of the same 100-node elementwise graph, all timed.
+void BM_RecordAndFlush100(benchmark::State& state) {
+  sloth::Tensor x = sloth::randn({4, 4}), w = sloth::randn({4, 4});
+  sloth::mark_step();
+  sloth::Tensor y;
+  for (int i = 0; i < 5; ++i) { y = graph_elementwise(x, w); sloth::mark_step(); }
+  for (auto _ : state) {
+    y = graph_elementwise(x, w);
+    sloth::mark_step();
+  }
+}
+BENCHMARK(BM_RecordAndFlush100)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
