@@ -47,6 +47,7 @@ class Fuser {
     for (size_t i = 0; i < p_.instrs.size(); ++i) place(static_cast<int32_t>(i));
     p_.kernels.clear();
     for (Group& g : groups_) {
+      if (g.instrs.empty()) continue;  // merged into a later kernel
       Kernel k;
       k.kind = g.kind;
       k.instrs = std::move(g.instrs);
@@ -69,6 +70,16 @@ class Fuser {
     if (best >= 0) {
       FusionDecision d = can_join(groups_[best], best, i, best_slot);
       if (d) {
+        // Other operands computed by older elementwise kernels of this loop shape: pull
+        // those kernels in too (horizontal fusion), when that keeps the order valid.
+        for (int32_t s : in.in) {
+          if (producer_[s] < 0) continue;
+          int32_t h = group_of_[producer_[s]];
+          if (h == best) continue;
+          FusionDecision m = can_merge(h, best, in.shape);
+          if (m) merge(h, best);
+          else note(i, h, m.reason);
+        }
         join(best, i);
         return;
       }
@@ -86,12 +97,47 @@ class Fuser {
       g.anchor = i;
     }
     groups_.push_back(std::move(g));
+    readers_.emplace_back();
     join(static_cast<int32_t>(groups_.size()) - 1, i);
+  }
+
+  // Kernel h (older than g) may move into g if it is a plain elementwise kernel over `loop`,
+  // and no kernel that runs between them reads it (those would then run before their input).
+  FusionDecision can_merge(int32_t h, int32_t g, const Shape& loop) const {
+    const Group& H = groups_[h];
+    if (H.kind != KernelKind::kElementwise || H.loop != loop)
+      return FusionDecision::no(absl::StrFormat(
+          "kernel %d (%s %s) is not an elementwise kernel of loop shape %s", h,
+          kind_name(H.kind), shape_str(H.loop), shape_str(loop)));
+    if (H.instrs.size() + groups_[g].instrs.size() >= kMaxKernelInstrs)
+      return FusionDecision::no("merged kernel would pass the size limit");
+    for (int32_t c : readers_[h])
+      if (c != g && c < g)
+        return FusionDecision::no(absl::StrFormat(
+            "kernel %d reads kernel %d's results and runs before kernel %d", c, h, g));
+    return FusionDecision::yes();
+  }
+
+  void merge(int32_t h, int32_t g) {
+    Group& H = groups_[h];
+    Group& G = groups_[g];
+    for (int32_t i : H.instrs) {
+      G.instrs.push_back(i);
+      group_of_[i] = g;
+      for (int32_t s : p_.instrs[i].in)
+        if (producer_[s] >= 0 && group_of_[producer_[s]] != g) readers_[group_of_[producer_[s]]].push_back(g);
+    }
+    for (int32_t c : readers_[h])
+      if (c != g) readers_[g].push_back(c);
+    H.instrs.clear();
+    readers_[h].clear();
   }
 
   void join(int32_t g, int32_t i) {
     Group& G = groups_[g];
     const Instr& in = p_.instrs[i];
+    for (int32_t s : in.in)
+      if (producer_[s] >= 0 && group_of_[producer_[s]] != g) readers_[group_of_[producer_[s]]].push_back(g);
     if (kind_of(in.op) == KernelKind::kReduce && G.kind == KernelKind::kElementwise) {
       G.kind = KernelKind::kReduce;
       G.out_shape = in.shape;
@@ -172,6 +218,7 @@ class Fuser {
   std::vector<int32_t> producer_;  // slot -> instruction
   std::vector<int32_t> group_of_;  // instruction -> group
   std::vector<Group> groups_;
+  std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -94,7 +95,13 @@ class Pool {
 
 Pool& pool() {
   // Leaked on purpose: joining threads during static destruction races with other statics.
-  static Pool* p = new Pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  // SLOTH_NUM_THREADS caps the threads (benchmarks compare 1 and 2 threads in one binary).
+  static Pool* p = [] {
+    int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (const char* v = std::getenv("SLOTH_NUM_THREADS"); v && std::atoi(v) > 0)
+      n = std::min(n, std::atoi(v));
+    return new Pool(n - 1);
+  }();
   return *p;
 }
 

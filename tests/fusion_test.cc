@@ -1,0 +1,229 @@
+// Fusion: kernel counts of common programs (tinygrad's check_schedule style), the reasons the
+// planner gives when it does not fuse, and fused results against the unfused plan.
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lazy/fusion.h"
+#include "lazy/graph.h"
+#include "lazy/lowering.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+struct KernelSummary {
+  int total = 0, elementwise = 0, reduce = 0, matmul = 0, view = 0, other = 0;
+};
+
+KernelSummary kernels_of(const std::vector<Tensor>& ts) {
+  std::string plan = dump_plan(ts);
+  KernelSummary k;
+  std::regex re("kernel [0-9]+ \\((\\w+)\\)");
+  for (auto it = std::sregex_iterator(plan.begin(), plan.end(), re); it != std::sregex_iterator(); ++it) {
+    std::string kind = (*it)[1];
+    ++k.total;
+    if (kind == "elementwise") ++k.elementwise;
+    else if (kind == "reduce") ++k.reduce;
+    else if (kind == "matmul") ++k.matmul;
+    else if (kind == "view") ++k.view;
+    else ++k.other;
+  }
+  return k;
+}
+
+// The plan with fusion on, and the "no" decisions it took.
+lazy::Plan fused_plan(const std::vector<Tensor>& ts, std::vector<std::string>* reasons) {
+  std::vector<lazy::NodePtr> roots;
+  for (const Tensor& t : ts) roots.push_back(t.impl()->value());
+  lazy::Graph g = lazy::build_graph(roots);
+  lazy::Plan p = lazy::lower(g);
+  lazy::fuse_kernels(p, reasons);
+  return p;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+Tensor data(Shape shape) {
+  Tensor t = randn(shape);
+  sync({t});
+  return t;
+}
+
+TEST(Fusion, ElementwiseChainIsOneKernel) {
+  Tensor a = data({64, 32}), b = data({64, 32}), c = data({32}), d = data({64, 1});
+  Tensor y = relu(a * b + c) * d - a / 2.0;  // broadcasts folded into indexing
+  Tensor z = exp(sigmoid(y) + 1.0);
+  KernelSummary k = kernels_of({z});
+  EXPECT_EQ(k.total, 1) << dump_plan({z});
+  EXPECT_EQ(k.elementwise, 1);
+}
+
+TEST(Fusion, IndependentOperandChainsMerge) {
+  // relu(a*b+c)*d - e/2: e/2 is a separate chain until sub joins both.
+  Tensor a = data({1000}), b = data({1000}), c = data({1000}), d = data({1000}), e = data({1000});
+  Tensor y = relu(a * b + c) * d - e / 2.0;
+  EXPECT_EQ(kernels_of({y}).total, 1) << dump_plan({y});
+}
+
+TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
+  Tensor x = data({16, 10});
+  Tensor y = softmax(x, 1);
+  KernelSummary k = kernels_of({y});
+  EXPECT_LE(k.total, 3) << dump_plan({y});
+  EXPECT_EQ(k.reduce, 2) << dump_plan({y});
+}
+
+TEST(Fusion, LayerNormIsThreeKernels) {
+  Tensor x = data({8, 64}), w = data({64}), b = data({64});
+  Tensor y = layer_norm(x, {64}, w, b);
+  KernelSummary k = kernels_of({y});
+  EXPECT_LE(k.total - k.view, 3) << dump_plan({y});
+}
+
+TEST(Fusion, MlpLayerIsGemmWithEpilogue) {
+  Tensor x = data({32, 64}), w = data({64, 16}), b = data({16});
+  Tensor h = relu(matmul(x, w) + b);
+  KernelSummary k = kernels_of({h});
+  EXPECT_EQ(k.total, 1) << dump_plan({h});
+  EXPECT_EQ(k.matmul, 1);
+}
+
+TEST(Fusion, LinearLayerIsGemmPlusAtMostOneKernel) {
+  Tensor x = data({32, 64}), w = data({16, 64}), b = data({16});
+  Tensor h = relu(linear(x, w, b));
+  KernelSummary k = kernels_of({h});
+  EXPECT_EQ(k.matmul, 1) << dump_plan({h});
+  EXPECT_LE(k.total - k.view - k.matmul, 1) << dump_plan({h});
+}
+
+TEST(Fusion, ReductionAbsorbsPrologueAndEpilogue) {
+  Tensor a = data({128, 256}), b = data({128, 256});
+  Tensor y = sqrt(sum((a - b) * (a - b), {1}) + 1e-6);  // prologue - * ; epilogue + sqrt
+  KernelSummary k = kernels_of({y});
+  EXPECT_EQ(k.total, 1) << dump_plan({y});
+  EXPECT_EQ(k.reduce, 1);
+}
+
+TEST(Fusion, MseLossIsOneKernel) {
+  Tensor a = data({64, 10}), b = data({64, 10});
+  Tensor l = mse_loss(a, b);
+  EXPECT_EQ(kernels_of({l}).total, 1) << dump_plan({l});
+}
+
+TEST(FusionReasons, ReduceThenBroadcastBreaks) {
+  Tensor x = data({8, 16});
+  Tensor y = x - amax(x, {1}, true);
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({y}, &reasons);
+  EXPECT_EQ(p.kernels.size(), 2u) << p.describe();
+  std::string all = joined(reasons);
+  EXPECT_NE(all.find("reduce-then-broadcast"), std::string::npos) << all;
+  EXPECT_NE(all.find("[8, 1]"), std::string::npos) << all;
+  EXPECT_NE(all.find("[8, 16]"), std::string::npos) << all;
+}
+
+TEST(FusionReasons, MatmulInputsBreak) {
+  Tensor a = data({8, 16}), w = data({16, 4});
+  Tensor y = matmul(relu(a), w);
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({y}, &reasons);
+  EXPECT_EQ(p.kernels.size(), 2u) << p.describe();
+  std::string all = joined(reasons);
+  EXPECT_NE(all.find("matmul operands are read from memory by BLAS"), std::string::npos) << all;
+}
+
+TEST(FusionReasons, OneReductionPerKernel) {
+  Tensor x = data({8, 16});
+  Tensor y = sum(sum(x, {1}));
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({y}, &reasons);
+  EXPECT_EQ(p.kernels.size(), 2u) << p.describe();
+  EXPECT_NE(joined(reasons).find("already has a reduction"), std::string::npos) << joined(reasons);
+}
+
+TEST(FusionReasons, DifferentLoopShape) {
+  Tensor a = data({16}), x = data({8, 16});
+  Tensor y = x * exp(a);  // exp runs over [16], the mul over [8, 16]
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({y}, &reasons);
+  EXPECT_EQ(p.kernels.size(), 2u) << p.describe();
+  EXPECT_NE(joined(reasons).find("different loop shape"), std::string::npos) << joined(reasons);
+}
+
+TEST(Fusion, ValuesNeededOutsideAreKernelOutputs) {
+  Tensor a = data({100}), b = data({100});
+  Tensor t = a * b;      // used by the chain and returned
+  Tensor y = relu(t) + 1.0;
+  lazy::Plan p = fused_plan({t, y}, nullptr);
+  ASSERT_EQ(p.kernels.size(), 1u) << p.describe();
+  EXPECT_EQ(p.kernels[0].outputs.size(), 2u);
+  sync({t, y});
+  auto tv = t.to_vector<float>(), yv = y.to_vector<float>(), av = a.to_vector<float>(),
+       bv = b.to_vector<float>();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_FLOAT_EQ(tv[i], av[i] * bv[i]);
+    EXPECT_FLOAT_EQ(yv[i], std::max(av[i] * bv[i], 0.f) + 1.f);
+  }
+}
+
+TEST(Fusion, FusedReductionsMatchDirectComputation) {
+  const int64_t R = 37, C = 301;  // odd sizes: rows span tiles, tiles span rows
+  Tensor x = data({R, C});
+  Tensor s = sum(exp(x) * 2.0, {1});
+  Tensor m = amax(x * x, {1}, true);
+  Tensor all = sum(abs(x));
+  auto xv = x.to_vector<float>();
+  auto sv = s.to_vector<float>(), mv = m.to_vector<float>();
+  double tot = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    double acc = 0, mx = -1e30;
+    for (int64_t c = 0; c < C; ++c) {
+      float v = xv[r * C + c];
+      acc += std::exp(v) * 2.0;
+      mx = std::max<double>(mx, v * v);
+      tot += std::fabs(v);
+    }
+    EXPECT_NEAR(sv[r], acc, 1e-4 * std::fabs(acc));
+    EXPECT_NEAR(mv[r], mx, 1e-5 * std::fabs(mx));
+  }
+  EXPECT_NEAR(all.item<double>(), tot, 1e-4 * tot);
+}
+
+TEST(Fusion, LargeFusedReductionUsesThreadsCorrectly) {
+  Tensor x = data({300, 1000});
+  Tensor s = sum(x * x, {1});
+  Tensor t = sum(x * 3.0);
+  auto xv = x.to_vector<float>();
+  auto sv = s.to_vector<float>();
+  double tot = 0;
+  for (int r = 0; r < 300; ++r) {
+    double acc = 0;
+    for (int c = 0; c < 1000; ++c) acc += double(xv[r * 1000 + c]) * xv[r * 1000 + c];
+    EXPECT_NEAR(sv[r], acc, 1e-4 * acc);
+    for (int c = 0; c < 1000; ++c) tot += 3.0 * xv[r * 1000 + c];
+  }
+  EXPECT_NEAR(t.item<double>(), tot, 1e-3 * std::max(1.0, std::fabs(tot)));
+}
+
+TEST(Fusion, MatmulEpilogueInPlaceIsCorrect) {
+  Tensor x = data({33, 17}), w = data({17, 9}), b = data({9});
+  Tensor h = relu(matmul(x, w) + b);
+  auto xv = x.to_vector<float>(), wv = w.to_vector<float>(), bv = b.to_vector<float>(),
+       hv = h.to_vector<float>();
+  for (int i = 0; i < 33; ++i)
+    for (int j = 0; j < 9; ++j) {
+      double acc = bv[j];
+      for (int k = 0; k < 17; ++k) acc += double(xv[i * 17 + k]) * wv[k * 9 + j];
+      EXPECT_NEAR(hv[i * 9 + j], std::max(acc, 0.0), 1e-4);
+    }
+}
+
+}  // namespace
+}  // namespace sloth
