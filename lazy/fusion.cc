@@ -121,8 +121,14 @@ class Fuser {
   void merge(int32_t h, int32_t g) {
     Group& H = groups_[h];
     Group& G = groups_[g];
+    // H's instructions depend only on kernels older than H, so they may go anywhere in G
+    // before G's first reader of one of their results (a member that started G reading H).
+    size_t at = G.instrs.size();
+    for (size_t j = 0; j < G.instrs.size() && at == G.instrs.size(); ++j)
+      for (int32_t s : p_.instrs[G.instrs[j]].in)
+        if (producer_[s] >= 0 && group_of_[producer_[s]] == h) at = j;
+    G.instrs.insert(G.instrs.begin() + at, H.instrs.begin(), H.instrs.end());
     for (int32_t i : H.instrs) {
-      G.instrs.push_back(i);
       group_of_[i] = g;
       for (int32_t s : p_.instrs[i].in)
         if (producer_[s] >= 0 && group_of_[producer_[s]] != g) readers_[group_of_[producer_[s]]].push_back(g);
