@@ -1,6 +1,7 @@
 // Shape and dtype rules of every op in core/ops.def. Each rule checks its operands before
 // anything is recorded and returns an error that names the op, the shapes and the fix.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "absl/hash/hash.h"
@@ -11,8 +12,20 @@
 namespace sloth {
 
 uint64_t Attrs::hash() const {
-  return absl::HashOf(absl::Span<const int64_t>(dims), absl::Span<const int64_t>(dims2), i0, i1,
-                      i2, i3, f0, flag, static_cast<int>(dtype));
+  // A cheap order-dependent mix: this runs once per recorded op.
+  auto mix = [](uint64_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))); };
+  uint64_t h = 0x84222325cbf29ce4ull;
+  for (int64_t d : dims) h = mix(h, static_cast<uint64_t>(d));
+  h = mix(h, dims.size() | 0x100);
+  for (int64_t d : dims2) h = mix(h, static_cast<uint64_t>(d));
+  h = mix(h, dims2.size() | 0x200);
+  uint64_t fbits;
+  std::memcpy(&fbits, &f0, sizeof fbits);
+  for (uint64_t v : {static_cast<uint64_t>(i0), static_cast<uint64_t>(i1), static_cast<uint64_t>(i2),
+                     static_cast<uint64_t>(i3), fbits, static_cast<uint64_t>(flag),
+                     static_cast<uint64_t>(dtype)})
+    h = mix(h, v);
+  return h;
 }
 
 namespace {
@@ -117,6 +130,19 @@ absl::Status rule_cast(OpId op, Metas in, Attrs& a, OutputMeta* out) {
 }
 
 absl::Status broadcast_all(OpId op, Metas in, Shape* out) {
+  // Fast path (the common case): equal shapes and 0-dim operands need no broadcasting work.
+  const Shape* big = nullptr;
+  bool simple = true;
+  for (const auto& m : in) {
+    if (m.shape->empty()) continue;
+    if (big == nullptr) big = m.shape;
+    else if (*m.shape != *big) simple = false;
+  }
+  if (simple) {
+    if (big) *out = *big;
+    else out->clear();
+    return absl::OkStatus();
+  }
   Shape s;
   for (size_t i = 0; i < in.size(); ++i) {
     if (i == 0) { s = *in[0].shape; continue; }

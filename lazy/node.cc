@@ -9,6 +9,15 @@ namespace {
 
 thread_local int64_t pending_count = 0;
 
+constexpr size_t kPoolCap = 1 << 14;
+struct NodePool {
+  std::vector<Node*> free;
+  ~NodePool() {
+    for (Node* n : free) delete n;
+  }
+};
+thread_local NodePool node_pool;
+
 uint64_t mix(uint64_t h, uint64_t v) {
   // splitmix-style combine: cheap, order-dependent, good avalanche.
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -31,24 +40,32 @@ void Node::materialize(DeviceData d) {
   inputs.clear();
 }
 
-NodePtr Node::make(OpId op, Shape shape, DType dtype, Attrs attrs,
+Node* Node::acquire() {
+  auto& f = node_pool.free;
+  if (f.empty()) return new Node();
+  Node* n = f.back();
+  f.pop_back();
+  return n;
+}
+
+NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                    absl::Span<const NodePtr> inputs) {
-  NodePtr n(new Node());
+  NodePtr n(acquire());
   n->op = op;
   n->dtype = dtype;
   uint64_t h = leaf_hash(op, shape, dtype);
   h = mix(h, attrs.hash());
   for (const auto& in : inputs) h = mix(h, in->hash);
   n->hash = h;
-  n->shape = std::move(shape);
-  n->attrs = std::move(attrs);
+  n->shape = shape;
+  n->attrs = attrs;
   n->inputs.assign(inputs.begin(), inputs.end());
   ++pending_count;
   return n;
 }
 
 NodePtr Node::data_leaf(DeviceData d) {
-  NodePtr n(new Node());
+  NodePtr n(acquire());
   n->op = OpId::kData;
   n->dtype = d.dtype;
   n->shape = d.layout.shape;
@@ -58,10 +75,11 @@ NodePtr Node::data_leaf(DeviceData d) {
 }
 
 NodePtr Node::scalar_leaf(double value, DType dtype) {
-  NodePtr n(new Node());
+  NodePtr n(acquire());
   n->op = OpId::kScalar;
   n->dtype = dtype;
   n->scalar = value;
+  n->shape.clear();
   n->hash = leaf_hash(OpId::kScalar, n->shape, dtype);
   return n;
 }
@@ -78,7 +96,19 @@ void Node::release() {
   while (!pending->empty()) {
     Node* n = pending->back();
     pending->pop_back();
-    delete n;  // its inputs' destructors may push more nodes (release() re-enters above)
+    // Dropping the inputs may release more nodes (release() re-enters above and queues them).
+    n->inputs.clear();
+    n->data.reset();
+    if (node_pool.free.size() < kPoolCap) {
+      n->shape.clear();
+      n->attrs = Attrs();
+      n->mark = 0;
+      n->slot = -1;
+      n->scalar = 0;
+      node_pool.free.push_back(n);
+    } else {
+      delete n;
+    }
   }
   draining = false;
 }

@@ -39,13 +39,17 @@ class Node final : public RefCounted {
   void materialize(DeviceData d);
 
   // Makers. `make` takes already-checked shape/dtype (the op table's rule ran in the face).
-  static NodePtr make(OpId op, Shape shape, DType dtype, Attrs attrs,
+  static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                       absl::Span<const NodePtr> inputs);
   static NodePtr data_leaf(DeviceData d);
   static NodePtr scalar_leaf(double value, DType dtype);
 
  protected:
-  void release() override;  // iterative: a chain of a million nodes must not recurse
+  // Iterative (a chain of a million nodes must not recurse) and recycling: dead nodes go to
+  // a per-thread pool with their vectors' capacity, so recording allocates nothing in
+  // steady state.
+  void release() override;
+  static Node* acquire();
 };
 
 // Nodes made since the last sync (the bounded-graph policy reads it).

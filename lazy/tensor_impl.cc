@@ -41,21 +41,93 @@ NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
   }
 }
 
+constexpr size_t kPoolCap = 1 << 14;
+template <typename T>
+struct Pool {
+  std::vector<T*> free;
+  ~Pool() {
+    for (T* p : free) delete p;
+  }
+};
+thread_local Pool<AliasGroup> group_pool;
+thread_local Pool<TensorImpl> impl_pool;
+
 }  // namespace
 
-AliasGroup::AliasGroup(NodePtr v, Device d) : value(std::move(v)), device(d) {
+void AliasGroup::link() {
   RegistryLock lock;
+  prev = nullptr;
   next = registry_head;
   if (registry_head) registry_head->prev = this;
   registry_head = this;
+  listed = true;
 }
 
-AliasGroup::~AliasGroup() {
+void AliasGroup::unlink() {
   RegistryLock lock;
   if (prev) prev->next = next;
   else if (registry_head == this) registry_head = next;
   if (next) next->prev = prev;
+  prev = next = nullptr;
+  listed = false;
 }
+
+Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
+  AliasGroup* g;
+  if (group_pool.free.empty()) {
+    g = new AliasGroup();
+  } else {
+    g = group_pool.free.back();
+    group_pool.free.pop_back();
+  }
+  g->value = std::move(v);
+  g->device = d;
+  g->version = 0;
+  if (live) g->link();
+  return Ref<AliasGroup>(g);
+}
+
+AliasGroup::~AliasGroup() {
+  if (listed) unlink();
+}
+
+void AliasGroup::release() {
+  if (listed) unlink();
+  value.reset();
+  if (group_pool.free.size() < kPoolCap) group_pool.free.push_back(this);
+  else delete this;
+}
+
+TensorImpl* TensorImpl::acquire() {
+  if (impl_pool.free.empty()) return new TensorImpl();
+  TensorImpl* t = impl_pool.free.back();
+  impl_pool.free.pop_back();
+  return t;
+}
+
+void TensorImpl::release() {
+  group.reset();
+  chain.clear();
+  view_base.reset();
+  autograd.reset();
+  cached_.reset();
+  cached_version_ = -1;
+  storage_offset = 0;
+  wrapped_number = false;
+  if (impl_pool.free.size() < kPoolCap) impl_pool.free.push_back(this);
+  else delete this;
+}
+
+namespace {
+void set_contiguous(const Shape& shape, Strides& strides) {
+  strides.resize(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+}
+}  // namespace
 
 std::vector<Ref<AliasGroup>> pending_groups(Device device) {
   std::vector<Ref<AliasGroup>> out;
@@ -74,32 +146,34 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
   OutputMeta out;
   absl::Status st = infer(op, metas, attrs, &out);
   if (!st.ok()) fail("internal: %s", st.message());
-  return Node::make(op, std::move(out.shape), out.dtype, std::move(attrs), inputs);
+  return Node::make(op, out.shape, out.dtype, attrs, inputs);
 }
 
 Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
-  Ref<TensorImpl> t(new TensorImpl());
+  Ref<TensorImpl> t(acquire());
   t->shape = value->shape;
-  t->strides = contiguous_strides(t->shape);
+  set_contiguous(t->shape, t->strides);
   t->dtype = value->dtype;
-  t->group = make_ref<AliasGroup>(std::move(value), device);
+  t->group = AliasGroup::make(std::move(value), device);
   return t;
 }
 
 Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
   bool integral = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15;
-  Ref<TensorImpl> t(new TensorImpl());
+  Ref<TensorImpl> t(acquire());
+  t->shape.clear();
+  t->strides.clear();
   t->dtype = integral ? DType::kInt64 : DType::kFloat64;
   t->wrapped_number = true;
   // The node is always float64, so a step-dependent number (a learning rate that reaches 1.0)
   // never changes the graph; only promotion sees the integral-ness, through t->dtype.
-  t->group = make_ref<AliasGroup>(Node::scalar_leaf(v, DType::kFloat64), Device::cpu());
+  t->group = AliasGroup::make(Node::scalar_leaf(v, DType::kFloat64), Device::cpu(), /*live=*/false);
   return t;
 }
 
 Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const Attrs& attrs,
                                     const Layout& logical) {
-  Ref<TensorImpl> t(new TensorImpl());
+  Ref<TensorImpl> t(acquire());
   t->group = self->group;
   if (op == OpId::kAsStrided) {
     // as_strided is relative to the storage, not to self: its chain starts at the base.
@@ -118,7 +192,7 @@ Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const 
 }
 
 Ref<TensorImpl> TensorImpl::alias_of(const Ref<TensorImpl>& self) {
-  Ref<TensorImpl> t(new TensorImpl());
+  Ref<TensorImpl> t(acquire());
   t->group = self->group;
   t->chain = self->chain;
   t->shape = self->shape;

@@ -32,7 +32,8 @@ struct ViewStep {
 
 class AliasGroup final : public RefCounted {
  public:
-  AliasGroup(NodePtr value, Device device);
+  // A group holding `value`; `live` groups are listed for mark_step() (wrapped numbers are not).
+  static Ref<AliasGroup> make(NodePtr value, Device device, bool live = true);
   ~AliasGroup() override;
 
   NodePtr value;         // the base's current value
@@ -42,6 +43,15 @@ class AliasGroup final : public RefCounted {
   // Intrusive list of live groups: mark_step() flushes every pending one.
   AliasGroup* prev = nullptr;
   AliasGroup* next = nullptr;
+  bool listed = false;
+
+ protected:
+  void release() override;  // recycled through a per-thread pool
+
+ private:
+  AliasGroup() = default;
+  void link();
+  void unlink();
 };
 
 class TensorImpl final : public RefCounted {
@@ -81,6 +91,12 @@ class TensorImpl final : public RefCounted {
  private:
   NodePtr cached_;
   int64_t cached_version_ = -1;
+
+ protected:
+  void release() override;  // recycled through a per-thread pool (vectors keep capacity)
+
+ private:
+  static TensorImpl* acquire();
 };
 using TensorImplPtr = Ref<TensorImpl>;
 

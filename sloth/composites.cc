@@ -9,7 +9,7 @@
 namespace sloth {
 namespace {
 
-using In = std::vector<Tensor>;
+using In = absl::Span<const Tensor>;
 
 Shape dims_of(const Attrs& a) { return Shape(a.dims.begin(), a.dims.end()); }
 
@@ -21,12 +21,12 @@ int64_t reduced_count(const Tensor& x, const Attrs& a) {
 
 Tensor as_float(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(kDefaultFloat); }
 
-Tensor mean_impl(const In& in, const Attrs& a) {
+Tensor mean_impl(In in, const Attrs& a) {
   Tensor s = sum(in[0], dims_of(a), a.flag);
   return s / static_cast<double>(reduced_count(in[0], a));
 }
 
-Tensor var_impl(const In& in, const Attrs& a) {
+Tensor var_impl(In in, const Attrs& a) {
   const Tensor& x = in[0];
   Tensor m = mean(x, dims_of(a), true);
   Tensor d = x - m;
@@ -34,9 +34,9 @@ Tensor var_impl(const In& in, const Attrs& a) {
   return s / static_cast<double>(reduced_count(x, a) - (a.i0 != 0 ? 1 : 0));
 }
 
-Tensor std_impl(const In& in, const Attrs& a) { return sqrt(var_impl(in, a)); }
+Tensor std_impl(In in, const Attrs& a) { return sqrt(var_impl(in, a)); }
 
-Tensor logsumexp_impl(const In& in, const Attrs& a) {
+Tensor logsumexp_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   // The max only shifts for stability: its gradient cancels exactly, so it is detached.
   Tensor m = amax(x, dims_of(a), true).detach();
@@ -50,44 +50,44 @@ Tensor logsumexp_impl(const In& in, const Attrs& a) {
   return r;
 }
 
-Tensor softmax_impl(const In& in, const Attrs& a) {
+Tensor softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   Tensor m = amax(x, {a.i0}, true).detach();
   Tensor e = exp(x - m);
   return e / sum(e, {a.i0}, true);
 }
 
-Tensor log_softmax_impl(const In& in, const Attrs& a) {
+Tensor log_softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   Tensor m = amax(x, {a.i0}, true).detach();
   Tensor z = x - m;
   return z - log(sum(exp(z), {a.i0}, true));
 }
 
-Tensor nll_impl(const In& in, const Attrs&) {
+Tensor nll_impl(In in, const Attrs&) {
   const Tensor &lp = in[0], &t = in[1];
   if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
   Tensor picked = gather(lp, 1, t.unsqueeze(1));
   return -mean(picked);
 }
 
-Tensor cross_entropy_impl(const In& in, const Attrs& a) {
+Tensor cross_entropy_impl(In in, const Attrs& a) {
   Attrs ls;
   ls.i0 = in[0].dim() == 1 ? 0 : 1;
   return nll_impl({log_softmax_impl({in[0]}, ls), in[1]}, a);
 }
 
-Tensor mse_impl(const In& in, const Attrs&) {
+Tensor mse_impl(In in, const Attrs&) {
   Tensor d = in[0] - in[1];
   return mean(d * d);
 }
 
-Tensor bce_logits_impl(const In& in, const Attrs&) {
+Tensor bce_logits_impl(In in, const Attrs&) {
   const Tensor &x = in[0], &y = in[1];
   return mean(relu(x) - x * y + log1p(exp(-abs(x))));
 }
 
-Tensor dropout_impl(const In& in, const Attrs& a) {
+Tensor dropout_impl(In in, const Attrs& a) {
   const Tensor& x = in[0];
   if (!a.flag || a.f0 == 0) return x;
   if (a.f0 == 1) return x * 0.0;
@@ -95,7 +95,7 @@ Tensor dropout_impl(const In& in, const Attrs& a) {
   return x * keep.to(x.dtype()) * (1.0 / (1.0 - a.f0));
 }
 
-Tensor layer_norm_impl(const In& in, const Attrs& a) {
+Tensor layer_norm_impl(In in, const Attrs& a) {
   const Tensor& x = in[0];
   Shape dims;
   for (size_t i = 0; i < a.dims.size(); ++i)
@@ -109,34 +109,34 @@ Tensor layer_norm_impl(const In& in, const Attrs& a) {
   return y;
 }
 
-Tensor linear_impl(const In& in, const Attrs&) {
+Tensor linear_impl(In in, const Attrs&) {
   Tensor y = matmul(in[0], in[1].t());
   if (in.size() > 2) y = y + in[2];
   return y;
 }
 
-Tensor mm_impl(const In& in, const Attrs&) { return matmul(in[0], in[1]); }
+Tensor mm_impl(In in, const Attrs&) { return matmul(in[0], in[1]); }
 
-Tensor stack_impl(const In& in, const Attrs& a) {
+Tensor stack_impl(In in, const Attrs& a) {
   std::vector<Tensor> parts;
   parts.reserve(in.size());
   for (const auto& t : in) parts.push_back(t.unsqueeze(a.i0));
   return cat(parts, a.i0);
 }
 
-Tensor embedding_impl(const In& in, const Attrs&) {
+Tensor embedding_impl(In in, const Attrs&) {
   const Tensor &w = in[0], &idx = in[1];
   Shape out = idx.shape();
   out.push_back(w.shape()[1]);
   return index_select(w, 0, idx.reshape({-1})).reshape(out);
 }
 
-Tensor masked_fill_impl(const In& in, const Attrs&) {
+Tensor masked_fill_impl(In in, const Attrs&) {
   Tensor r = where(in[1], in[2], in[0]);
   return r.dtype() == in[0].dtype() ? r : r.to(in[0].dtype());
 }
 
-Tensor contiguous_impl(const In& in, const Attrs&) { return in[0].contiguous(); }
+Tensor contiguous_impl(In in, const Attrs&) { return in[0].contiguous(); }
 
 struct Register {
   Register() {

@@ -38,7 +38,7 @@ void sync_tensor(const Tensor& t) {
 
 namespace {
 
-Device device_of(OpId op, const std::vector<Tensor>& in) {
+Device device_of(OpId op, absl::Span<const Tensor> in) {
   Device d = Device::cpu();
   bool found = false;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -54,14 +54,14 @@ Device device_of(OpId op, const std::vector<Tensor>& in) {
   return d;
 }
 
-bool any_requires_grad(const std::vector<Tensor>& in) {
+bool any_requires_grad(absl::Span<const Tensor> in) {
   bool any = false;
   for (const auto& t : in) any |= internal::tracks_grad(t);
   return any;
 }
 
 // Attaches `op`'s backward to `result` when an operand requires grad.
-void attach_grad_fn(OpId op, const Attrs& attrs, const std::vector<Tensor>& in, Tensor& result) {
+void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
   Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
@@ -84,11 +84,11 @@ void attach_grad_fn(OpId op, const Attrs& attrs, const std::vector<Tensor>& in, 
   m.requires_grad = true;
 }
 
-Tensor record(OpId op, const std::vector<Tensor>& in, const Attrs& attrs, OutputMeta out,
+Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const OutputMeta& out,
               Device device) {
   absl::InlinedVector<NodePtr, 4> values;
   for (const auto& t : in) values.push_back(t.impl()->value());
-  NodePtr n = lazy::Node::make(op, std::move(out.shape), out.dtype, attrs, values);
+  NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs, values);
   Tensor result(TensorImpl::make(std::move(n), device));
   attach_grad_fn(op, attrs, in, result);
   return result;
@@ -154,7 +154,7 @@ Tensor snapshot(const Tensor& self) {
 }
 
 // The out-of-place value an in-place op writes, as a fresh tensor of self's shape and dtype.
-Tensor inplace_result(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
+Tensor inplace_result(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
   const Tensor& self = in[0];
   Tensor r;
   switch (op) {
@@ -198,7 +198,7 @@ Tensor inplace_result(OpId op, const std::vector<Tensor>& in, const Attrs& attrs
   return r;
 }
 
-Tensor do_inplace(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
+Tensor do_inplace(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
   const Tensor& self = in[0];
   TensorImpl& si = *self.impl();
   const bool grad_mode = autograd::is_grad_enabled();
@@ -219,7 +219,7 @@ Tensor do_inplace(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
   // The out-of-place op reads a snapshot of self: same value node and history, but its own
   // alias group, so values saved for backward keep their version when self is overwritten
   // (PyTorch saves `original_self` for the same reason).
-  std::vector<Tensor> operands = in;
+  std::vector<Tensor> operands(in.begin(), in.end());
   operands[0] = snapshot(self);
   Tensor r = inplace_result(op, operands, attrs);
   const bool track = grad_mode && (autograd::requires_grad(*r.impl()) || autograd::requires_grad(si) ||
@@ -246,7 +246,7 @@ Tensor do_inplace(OpId op, const std::vector<Tensor>& in, const Attrs& attrs) {
 
 Tensor wrap_scalar(double v) { return Tensor(TensorImpl::wrapped_scalar(v)); }
 
-Tensor call_op(OpId op, std::vector<Tensor> in, Attrs attrs) {
+Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   const OpInfo& info = op_info(op);
   absl::InlinedVector<TensorMeta, 4> metas;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -255,7 +255,9 @@ Tensor call_op(OpId op, std::vector<Tensor> in, Attrs attrs) {
     const TensorImpl& t = *in[i].impl();
     metas.push_back({&t.shape, t.dtype, t.wrapped_number});
   }
-  OutputMeta out;
+  // Reused per thread: its shape keeps its capacity, so inference allocates nothing. Nothing
+  // between infer() and record() re-enters call_op.
+  thread_local OutputMeta out;
   throw_if_error(infer(op, metas, attrs, &out));
   Device device = device_of(op, in);
   ++lazy::counters().ops_traced;
@@ -276,7 +278,7 @@ Tensor call_op(OpId op, std::vector<Tensor> in, Attrs attrs) {
       result = do_inplace(op, in, attrs);
       break;
     default:
-      result = record(op, in, attrs, std::move(out), device);
+      result = record(op, in, attrs, out, device);
       break;
   }
   lazy::maybe_auto_flush();

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "absl/types/span.h"
+
 #include "core/attrs.h"
 #include "core/op_table.h"
 #include "sloth/tensor.h"
@@ -12,7 +14,7 @@
 namespace sloth {
 
 // Calls op `op` on `inputs` (scalar operands as 0-dim tensors, e.g. from wrap_scalar).
-Tensor call_op(OpId op, std::vector<Tensor> inputs, Attrs attrs = {});
+Tensor call_op(OpId op, absl::Span<const Tensor> inputs, Attrs attrs = {});
 // Split and Chunk: the list of views.
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs);
 // A C++ number as an operand. It is data (a Scalar leaf), so changing it between steps does
@@ -22,7 +24,7 @@ Tensor wrap_scalar(double v);
 
 namespace internal {
 // Composite ops register their decomposition here (sloth/composites.cc), by op id.
-using Decomposition = Tensor (*)(const std::vector<Tensor>& inputs, const Attrs& attrs);
+using Decomposition = Tensor (*)(absl::Span<const Tensor> inputs, const Attrs& attrs);
 void register_decomposition(OpId op, Decomposition d);
 Decomposition decomposition(OpId op);
 // Materializes `t`'s data (a sync of just what it needs).
