@@ -16,7 +16,7 @@ struct Counters {
   int64_t nodes_executed = 0;   // IR nodes in executed graphs
   int64_t host_syncs = 0;       // item/to_vector/printing
   int64_t auto_flushes = 0;     // graphs flushed because the pending IR grew past the limit
-  double plan_s = 0, execute_s = 0;
+  double trace_s = 0, plan_s = 0, execute_s = 0;
 };
 
 Counters& counters();

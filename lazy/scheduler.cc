@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "lazy/backend.h"
 #include "lazy/graph.h"
+#include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
 #include "lazy/metrics.h"
 #include "lazy/tensor_impl.h"
@@ -106,9 +107,14 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   if (backend == nullptr)
     fail("sync: no backend for device %s; %s", device.str(),
          device.is_cuda() ? "build with --config=cuda on a machine with a GPU" : "link //backends/cpu");
+  // trace_s: wall time between the end of one sync and the start of the next (recording
+  // and whatever else the program did), so trace-bound steps are visible next to plan/execute.
+  static Clock::time_point last_sync_end = Clock::now();
+  auto t0 = Clock::now();
+  counters().trace_s += std::chrono::duration<double>(t0 - last_sync_end).count();
+  struct MarkEnd { ~MarkEnd() { last_sync_end = Clock::now(); } } mark_end;
   Graph g = build_graph(roots);
   if (g.roots.empty()) return;
-  auto t0 = Clock::now();
   auto& plans = cache().plans[static_cast<int>(device.type)];
   auto it = plans.find(g.key);
   CachedPlan* cp;
@@ -123,6 +129,8 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     if (log_enabled("plans"))
       std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s",
                    miss_reason(fresh->plan, device.type).c_str(), fresh->plan.describe().c_str());
+    static const bool dump_ir = std::getenv("SLOTH_DUMP_IR") != nullptr;
+    if (dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->exe = backend->compile(fresh->plan);
     cp = fresh.get();
     plans[g.key] = std::move(fresh);

@@ -55,6 +55,7 @@ Metrics metrics() {
   m.plan_cache_misses = c.plan_cache_misses;
   m.kernels_launched = c.kernels_launched;
   m.bytes_allocated = c.bytes_allocated;
+  m.trace_s = c.trace_s;
   m.plan_s = c.plan_s;
   m.execute_s = c.execute_s;
   m.nodes_executed = c.nodes_executed;
@@ -77,10 +78,10 @@ void set_auto_flush_limit(int64_t nodes) { lazy::set_auto_flush_limit(nodes); }
 std::string Metrics::to_string() const {
   return absl::StrFormat(
       "ops traced %d | graphs %d | plan cache %d hits / %d misses | kernels %d | nodes %d | "
-      "host syncs %d | auto flushes %d | plan %.3f ms | execute %.3f ms | OS allocations %d "
-      "(%d bytes), cached %d bytes",
+      "host syncs %d | auto flushes %d | trace %.3f ms | plan %.3f ms | execute %.3f ms | OS "
+      "allocations %d (%d bytes), cached %d bytes",
       ops_traced, graphs_executed, plan_cache_hits, plan_cache_misses, kernels_launched,
-      nodes_executed, host_syncs, auto_flushes, plan_s * 1e3, execute_s * 1e3, os_allocations,
+      nodes_executed, host_syncs, auto_flushes, trace_s * 1e3, plan_s * 1e3, execute_s * 1e3, os_allocations,
       os_bytes, cached_bytes);
 }
 
