@@ -5,7 +5,10 @@
 // intermediates never touch memory. Operands that are contiguous in the loop's order and
 // already of the right dtype are read in place, and materialized results are written straight
 // into their output buffers.
+#include <immintrin.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -203,6 +206,25 @@ template <typename T> struct MinAcc {
     return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::min_<T>(v, a); }, merge);
   }
 };
+
+// Outputs at least this large (all outputs of a run together) are written with streaming
+// stores: about the size of the last-level cache share of one core.
+// SLOTH_STREAM_MB overrides it (0 disables streaming), for measurements.
+const int64_t kStreamBytes = [] {
+  const char* v = std::getenv("SLOTH_STREAM_MB");
+  int64_t mb = v ? std::atoll(v) : 8;
+  return mb <= 0 ? std::numeric_limits<int64_t>::max() : mb << 20;
+}();
+
+void stream_copy(char* dst, const char* src, size_t bytes) {
+  size_t k = 0;
+  if ((reinterpret_cast<uintptr_t>(dst) & 31) == 0) {
+    for (; k + 32 <= bytes; k += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(src + k)));
+  }
+  if (k < bytes) std::memcpy(dst + k, src + k, bytes - k);
+}
 
 // Scratch registers are per thread: tiles of one chunk reuse them, chunks on other threads
 // have their own.
@@ -499,6 +521,12 @@ class Program final : public ElementwiseProgram {
   void run_chunk(int64_t begin, int64_t end, const std::vector<Bound>& bound,
                  const std::vector<double>& cv, const std::vector<DeviceData>& outs,
                  const Sink* sink) const {
+    // Large outputs bypass the cache (non-temporal stores): no write-allocate read of the
+    // destination, and the inputs of the next tiles are not evicted. Results are computed
+    // into L1 registers, then streamed.
+    int64_t out_bytes = 0;
+    for (const DeviceData& o : outs) out_bytes += static_cast<int64_t>(o.numel() * dtype_size(o.dtype));
+    const bool stream = out_bytes >= kStreamBytes;
     char* regs = scratch(static_cast<size_t>(num_regs_) * kRegBytes);
     void* p[256];
     std::vector<void*> heap;
@@ -515,8 +543,9 @@ class Program final : public ElementwiseProgram {
     }
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t n = std::min(kTile, end - t);
-      for (size_t o = 0; o < outs_.size(); ++o)
-        ptrs[outs_[o].val] = ptr(outs[o]) + t * dtype_size(outs[o].dtype);
+      if (!stream)
+        for (size_t o = 0; o < outs_.size(); ++o)
+          ptrs[outs_[o].val] = ptr(outs[o]) + t * dtype_size(outs[o].dtype);
       for (const Step& s : steps_) {
         switch (s.kind) {
           case Kind::kLoad: {
@@ -537,8 +566,14 @@ class Program final : public ElementwiseProgram {
             break;
         }
       }
+      if (stream)
+        for (size_t o = 0; o < outs_.size(); ++o) {
+          const size_t es = dtype_size(outs[o].dtype);
+          stream_copy(ptr(outs[o]) + t * es, static_cast<const char*>(ptrs[outs_[o].val]), n * es);
+        }
       if (sink) (*sink)(ptrs[sink_], t, n);
     }
+    if (stream) _mm_sfence();
   }
 
   // Linear scan over the steps: a value holds a register from its defining step to its last
@@ -562,7 +597,10 @@ class Program final : public ElementwiseProgram {
     for (const Const& c : consts_) vals_[c.val].reg = take();
     for (size_t s = 0; s < steps_.size(); ++s) {
       Val& out = vals_[steps_[s].out];
-      if (out.out < 0) out.reg = take();  // loads may turn direct at run time; harmless
+      // Loads may turn direct at run time (harmless); outputs get a register too, used when
+      // a large run streams its results out with non-temporal stores.
+      out.reg = take();
+      if (out.out >= 0) last[steps_[s].out] = static_cast<int>(steps_.size());
       for (int i : steps_[s].in)
         if (i >= 0 && last[i] == static_cast<int>(s) && vals_[i].reg >= 0 &&
             !is_const(i)) {
