@@ -27,6 +27,15 @@ class Executable {
   // Plan::outputs entry. Errors (an index out of range found in the data) name the op.
   virtual absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                            std::vector<DeviceData>* outputs, RunStats* stats) = 0;
+  // Like run(), but the executable may take the inputs over (move from them). An input whose
+  // storage is then referenced by nothing else is dead after the graph, so a kernel may write
+  // its result into that buffer (donation: `w.sub_(g * lr)` updates w's own buffer). The
+  // scheduler hands over only inputs nothing else references, and only for plans that cannot
+  // fail half-way (no data-dependent index checks).
+  virtual absl::Status run_donating(absl::Span<DeviceData> inputs, absl::Span<const double> scalars,
+                                    std::vector<DeviceData>* outputs, RunStats* stats) {
+    return run(inputs, scalars, outputs, stats);
+  }
 };
 
 class Backend {

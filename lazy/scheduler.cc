@@ -27,7 +27,16 @@ double seconds_since(Clock::time_point t) {
 struct CachedPlan {
   Plan plan;
   std::unique_ptr<Executable> exe;
+  // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
+  // is donated, so a failed sync leaves every input as it was.
+  bool fallible = false;
 };
+
+bool plan_is_fallible(const Plan& p) {
+  for (const Instr& in : p.instrs)
+    if (op_info(in.op).category == OpCategory::Index) return true;
+  return false;
+}
 
 struct PlanCache {
   absl::flat_hash_map<uint64_t, std::unique_ptr<CachedPlan>> plans[2];  // per DeviceType
@@ -131,6 +140,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
                    miss_reason(fresh->plan, device.type).c_str(), fresh->plan.describe().c_str());
     static const bool dump_ir = std::getenv("SLOTH_DUMP_IR") != nullptr;
     if (dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
+    fresh->fallible = plan_is_fallible(fresh->plan);
     fresh->exe = backend->compile(fresh->plan);
     cp = fresh.get();
     plans[g.key] = std::move(fresh);
@@ -138,15 +148,33 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   counters().plan_s += seconds_since(t0);
 
   auto t1 = Clock::now();
+  // Bind inputs. One that only this graph's nodes reference, and whose storage only it holds,
+  // is dead once the graph has run: hand it over so a kernel can write in place (donation).
   std::vector<DeviceData> inputs;
   inputs.reserve(g.inputs.size());
-  for (Node* n : g.inputs) inputs.push_back(*n->data);
+  std::vector<int32_t> refs(g.inputs.size(), 0);
+  if (!cp->fallible)
+    for (Node* n : g.order)
+      for (const auto& in : n->inputs)
+        if (in->materialized()) ++refs[in->slot];
+  bool donating = false;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    Node* n = g.inputs[i];
+    if (!cp->fallible && n->use_count() == refs[i] && n->data->storage &&
+        n->data->storage->use_count() == 1) {
+      inputs.push_back(std::move(*n->data));
+      donating = true;
+    } else {
+      inputs.push_back(*n->data);
+    }
+  }
   std::vector<double> scalars;
   scalars.reserve(g.scalars.size());
   for (Node* n : g.scalars) scalars.push_back(n->scalar);
   std::vector<DeviceData> outputs;
   RunStats stats;
-  absl::Status st = cp->exe->run(inputs, scalars, &outputs, &stats);
+  absl::Status st = donating ? cp->exe->run_donating(absl::MakeSpan(inputs), scalars, &outputs, &stats)
+                             : cp->exe->run(inputs, scalars, &outputs, &stats);
   counters().execute_s += seconds_since(t1);
   if (!st.ok()) throw Error(std::string(st.message()));
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));

@@ -173,6 +173,35 @@ TEST(Functionalization, InPlaceUpdateOfSyncedTensorAllocatesNothingPerStep) {
   EXPECT_EQ(metrics().plan_cache_misses, 0);
 }
 
+TEST(Functionalization, InPlaceUpdatesAreWrittenIntoTheSameBuffer) {
+  Tensor w = randn({64, 64});
+  Tensor g = randn({64, 64});
+  Tensor v = zeros({64, 64});
+  mark_step();
+  const void* w_buf = w.impl()->value()->data->storage->data();
+  const void* v_buf = v.impl()->value()->data->storage->data();
+  for (int i = 0; i < 3; ++i) {
+    v.mul_(0.9).add_(g);
+    w.sub_(v * 0.01);
+    mark_step();
+    EXPECT_EQ(w.impl()->value()->data->storage->data(), w_buf) << "w donated its buffer, step " << i;
+    EXPECT_EQ(v.impl()->value()->data->storage->data(), v_buf) << "v donated its buffer, step " << i;
+  }
+  // Readers of the old value in the same graph still see it (they run before the write).
+  std::vector<float> old = w.to_vector<float>();
+  Tensor twice = w * 2.0;
+  w.sub_(g * 0.01);
+  mark_step();
+  std::vector<float> t = twice.to_vector<float>();
+  for (size_t i = 0; i < old.size(); ++i) ASSERT_FLOAT_EQ(t[i], 2 * old[i]);
+  // A value something outside the graph still holds is never donated.
+  lazy::NodePtr held = w.impl()->value();
+  w.sub_(g * 0.01);
+  mark_step();
+  EXPECT_NE(w.impl()->value()->data->storage->data(), held->data->storage->data());
+  EXPECT_NE(w.to_vector<float>(), std::vector<float>(held->data->data<float>(), held->data->data<float>() + 64 * 64));
+}
+
 // ---- eager reference with real aliasing ----------------------------------------------------
 struct Eager {
   std::shared_ptr<std::vector<double>> buf;

@@ -78,6 +78,19 @@ class CpuExecutable final : public lazy::Executable {
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                    std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
+    return run_bound(inputs, {}, scalars, outputs, stats);
+  }
+  absl::Status run_donating(absl::Span<DeviceData> inputs, absl::Span<const double> scalars,
+                            std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
+    return run_bound({}, inputs, scalars, outputs, stats);
+  }
+
+  // Exactly one of `shared` / `owned` holds the inputs; owned ones are moved into the run
+  // (their buffers may then be donated to outputs: the use_count checks see them as dead).
+  absl::Status run_bound(absl::Span<const DeviceData> shared, absl::Span<DeviceData> owned,
+                         absl::Span<const double> scalars, std::vector<DeviceData>* outputs,
+                         lazy::RunStats* stats) {
+    const size_t num_inputs = shared.size() + owned.size();
     lazy::RunStats local;
     Env env;
     env.plan = &plan_;
@@ -87,11 +100,11 @@ class CpuExecutable final : public lazy::Executable {
     for (size_t s = 0; s < plan_.slots.size(); ++s) {
       const lazy::Slot& slot = plan_.slots[s];
       if (slot.kind == SlotKind::kInput) {
-        if (slot.index < 0 || slot.index >= static_cast<int32_t>(inputs.size()))
+        if (slot.index < 0 || slot.index >= static_cast<int32_t>(num_inputs))
           return absl::InvalidArgumentError(absl::StrFormat(
               "cpu backend: the plan reads input %d but %d inputs were bound", slot.index,
-              inputs.size()));
-        env.vals[s] = inputs[slot.index];
+              num_inputs));
+        env.vals[s] = owned.empty() ? shared[slot.index] : std::move(owned[slot.index]);
       } else if (slot.kind == SlotKind::kScalar &&
                  (slot.index < 0 || slot.index >= static_cast<int32_t>(scalars.size()))) {
         return absl::InvalidArgumentError(absl::StrFormat(
@@ -169,8 +182,8 @@ class CpuExecutable final : public lazy::Executable {
       auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
         std::vector<int32_t> d;
         for (int32_t s : reads)
-          if (plan_.slots[s].kind == SlotKind::kValue && !plan_out.count(s) &&
-              last_pos[s] <= end_pos)
+          if ((plan_.slots[s].kind == SlotKind::kValue || plan_.slots[s].kind == SlotKind::kInput) &&
+              !plan_out.count(s) && last_pos[s] <= end_pos)
             d.push_back(s);
         return d;
       };
