@@ -121,8 +121,11 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
       attach_grad_fn(prim.op, prim.attrs, {x}, v);
       autograd::ensure_meta(*v.impl()).view_version = xi->group->version;
     } else {
-      // A view made under no_grad keeps no history and never gets one regenerated.
-      autograd::ensure_meta(*v.impl()).frozen_view = true;
+      // A view made under no_grad keeps no history and never gets one regenerated; like
+      // PyTorch it still reports requires_grad (as a leaf), and writing it with grad on fails.
+      auto& m = autograd::ensure_meta(*v.impl());
+      m.frozen_view = true;
+      m.requires_grad = true;
     }
   }
   return v;
@@ -210,6 +213,14 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
            "operation; wrap the update in NoGradGuard (as optimizers do), or clone() it first",
            op_name(op), si.is_view() ? "view of a " : "", dtype_name(leaf->dtype),
            shape_str(leaf->shape));
+  }
+  if (grad_mode && si.is_view()) {
+    auto* m = autograd::meta(si);
+    if (m && m->frozen_view && m->requires_grad)
+      fail("%s: a view was created in no_grad mode and is being modified in place with grad "
+           "mode enabled; autograd cannot track it. Make the view with grad enabled, or do the "
+           "write under NoGradGuard, or clone() the view first",
+           op_name(op));
   }
   if (has_internal_overlap(si))
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "

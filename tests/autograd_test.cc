@@ -156,6 +156,21 @@ TEST(Autograd, NoGradAndDetach) {
   EXPECT_FALSE(argmax(x, 0).requires_grad());
 }
 
+TEST(Autograd, ViewMadeUnderNoGrad) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor h = x * 2.0;
+  Tensor v;
+  {
+    NoGradGuard g;
+    v = h.view({-1});
+  }
+  EXPECT_TRUE(v.requires_grad());
+  EXPECT_EQ(v.grad_fn_name(), "");
+  std::string e = error_of([&] { v.add_(1); });
+  EXPECT_NE(e.find("view was created in no_grad mode"), std::string::npos) << e;
+  EXPECT_EQ(v.version(), 0);
+}
+
 TEST(Autograd, RequiresGradOfCachedReplayFollowsAutogradRules) {
   for (int i = 0; i < 3; ++i) {  // the 2nd and 3rd run replay a cached plan
     Tensor x = leaf({1, 2, 3, 4});
