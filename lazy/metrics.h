@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace sloth::lazy {
 
@@ -17,6 +18,7 @@ struct Counters {
   int64_t host_syncs = 0;       // item/to_vector/printing
   int64_t auto_flushes = 0;     // graphs flushed because the pending IR grew past the limit
   double trace_s = 0, plan_s = 0, execute_s = 0;
+  std::string last_miss_reason;  // why the last plan-cache miss missed (SLOTH_LOG=plans prints each)
 };
 
 Counters& counters();

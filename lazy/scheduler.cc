@@ -135,9 +135,10 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     auto fresh = std::make_unique<CachedPlan>();
     fresh->plan = lower(g);
     plan_kernels(fresh->plan, fusion_enabled());
+    counters().last_miss_reason = miss_reason(fresh->plan, device.type);
     if (log_enabled("plans"))
-      std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s",
-                   miss_reason(fresh->plan, device.type).c_str(), fresh->plan.describe().c_str());
+      std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
+                   fresh->plan.describe().c_str());
     static const bool dump_ir = std::getenv("SLOTH_DUMP_IR") != nullptr;
     if (dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(fresh->plan);

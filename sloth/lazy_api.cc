@@ -61,6 +61,7 @@ Metrics metrics() {
   m.nodes_executed = c.nodes_executed;
   m.host_syncs = c.host_syncs;
   m.auto_flushes = c.auto_flushes;
+  m.last_miss_reason = c.last_miss_reason;
   AllocatorStats s = cpu_allocator_stats();
   m.os_allocations = s.os_allocations - stats_at_reset().os_allocations;
   m.os_bytes = s.os_bytes - stats_at_reset().os_bytes;

@@ -32,6 +32,7 @@ struct Metrics {
   int64_t os_allocations = 0;    // host blocks taken from the OS (caching allocator misses)
   int64_t os_bytes = 0;
   int64_t cached_bytes = 0;      // host bytes held in the allocator's free lists
+  std::string last_miss_reason;  // why the last plan-cache miss missed, e.g. which shape changed
   std::string to_string() const;
 };
 Metrics metrics();

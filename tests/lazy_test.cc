@@ -89,6 +89,23 @@ TEST(Lazy, PlanCacheHitsInSteadyStateAndScalarsNeverRecompile) {
   EXPECT_EQ(metrics().plan_cache_hits, 9);
 }
 
+TEST(Lazy, PlanCacheMissNamesWhatChanged) {
+  Tensor w = randn({16, 4});
+  mark_step();
+  lazy::clear_plan_cache();
+  Tensor a = relu(matmul(randn({8, 16}), w));
+  mark_step();
+  reset_metrics();
+  Tensor b = relu(matmul(randn({9, 16}), w));
+  mark_step();
+  EXPECT_EQ(metrics().plan_cache_misses, 1);
+  EXPECT_NE(metrics().last_miss_reason.find("shape [9, 16] vs [8, 16]"), std::string::npos)
+      << metrics().last_miss_reason;
+  Tensor c = relu(matmul(randn({9, 16}), w));
+  mark_step();
+  EXPECT_EQ(metrics().plan_cache_hits, 1);
+}
+
 TEST(Lazy, LongLoopsWithoutSyncStayBoundedAndExact) {
   mark_step();
   set_auto_flush_limit(10000);
