@@ -15,6 +15,8 @@ uint64_t Attrs::hash() const {
   // A cheap order-dependent mix: this runs once per recorded op.
   auto mix = [](uint64_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))); };
   uint64_t h = 0x84222325cbf29ce4ull;
+  if (dims.empty() && dims2.empty() && !(i0 | i1 | i2 | i3) && f0 == 0 && !flag)
+    return mix(h, static_cast<uint64_t>(dtype));  // most elementwise ops: no attributes
   for (int64_t d : dims) h = mix(h, static_cast<uint64_t>(d));
   h = mix(h, dims.size() | 0x100);
   for (int64_t d : dims2) h = mix(h, static_cast<uint64_t>(d));
