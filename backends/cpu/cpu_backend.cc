@@ -3,6 +3,8 @@
 // data and releases each intermediate after its last use so its Storage goes back to the
 // caching allocator. Registers itself for DeviceType::kCPU at static-init time.
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <cstring>
 #include <set>
 
@@ -18,6 +20,25 @@ using lazy::SlotKind;
 DeviceData Env::alloc(const Shape& shape, DType dtype) {
   DeviceData d = lazy::allocate_data(cpu_allocator(), shape, dtype);
   stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
+  return d;
+}
+
+DeviceData& Env::alloc_to(int slot, const Shape& shape, DType dtype) {
+  DeviceData& d = vals[slot];
+  int64_t ne = 1;
+  for (int64_t v : shape) ne *= v;
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(ne) * dtype_size(dtype), 1);
+  d.storage = make_ref<Storage>(cpu_allocator(), bytes);
+  stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
+  d.layout.shape.assign(shape.begin(), shape.end());
+  d.layout.strides.resize(shape.size());
+  int64_t acc = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    d.layout.strides[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  d.layout.offset = 0;
+  d.dtype = dtype;
   return d;
 }
 
@@ -57,6 +78,10 @@ struct Step {
   int32_t instr = -1;                        // single-instruction steps
   std::unique_ptr<ElementwiseProgram> program;
   std::vector<int32_t> reads;                // slots read from outside the step
+  // kView: the layouts of the last run (valid while the input layout repeats).
+  mutable bool view_cached = false;
+  mutable DType view_in_dtype = DType::kFloat32;
+  mutable Layout view_in, view_out;
 };
 
 StepKind kind_of(OpId op) {
@@ -90,26 +115,46 @@ class CpuExecutable final : public lazy::Executable {
   absl::Status run_bound(absl::Span<const DeviceData> shared, absl::Span<DeviceData> owned,
                          absl::Span<const double> scalars, std::vector<DeviceData>* outputs,
                          lazy::RunStats* stats) {
+    // The slot table lives in the executable and is reused run after run (its DeviceData
+    // keep their layout vectors' capacity). A concurrent or re-entrant run of the same
+    // executable gets a fresh table.
+    const bool mine = !busy_.exchange(true, std::memory_order_acquire);
+    Env local_env;
+    Env& env = mine ? env_ : local_env;
+    if (!mine) env.vals.resize(plan_.slots.size());
+    struct Done {
+      Env& env;
+      std::atomic<bool>* busy;
+      ~Done() {
+        // Drop every reference (inputs too: a later donation check must not see them).
+        for (DeviceData& d : env.vals) d.storage.reset();
+        if (busy) busy->store(false, std::memory_order_release);
+      }
+    } done{env, mine ? &busy_ : nullptr};
     const size_t num_inputs = shared.size() + owned.size();
     lazy::RunStats local;
-    Env env;
     env.plan = &plan_;
     env.scalars = scalars;
     env.stats = stats ? stats : &local;
-    env.vals.resize(plan_.slots.size());
-    for (size_t s = 0; s < plan_.slots.size(); ++s) {
-      const lazy::Slot& slot = plan_.slots[s];
-      if (slot.kind == SlotKind::kInput) {
-        if (slot.index < 0 || slot.index >= static_cast<int32_t>(num_inputs))
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "cpu backend: the plan reads input %d but %d inputs were bound", slot.index,
-              num_inputs));
-        env.vals[s] = owned.empty() ? shared[slot.index] : std::move(owned[slot.index]);
-      } else if (slot.kind == SlotKind::kScalar &&
-                 (slot.index < 0 || slot.index >= static_cast<int32_t>(scalars.size()))) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "cpu backend: the plan reads scalar %d but %d scalars were bound", slot.index,
-            scalars.size()));
+    if (max_input_ >= static_cast<int32_t>(num_inputs))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "cpu backend: the plan reads input %d but %d inputs were bound", max_input_,
+          num_inputs));
+    if (max_scalar_ >= static_cast<int32_t>(scalars.size()))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "cpu backend: the plan reads scalar %d but %d scalars were bound", max_scalar_,
+          scalars.size()));
+    for (int32_t s : input_slots_) {
+      const int32_t i = plan_.slots[s].index;
+      DeviceData& d = env.vals[s];
+      if (owned.empty()) {
+        env.set_view(s, shared[i]);
+      } else {
+        d.storage = std::move(owned[i].storage);
+        d.layout.shape = owned[i].layout.shape;
+        d.layout.strides = owned[i].layout.strides;
+        d.layout.offset = owned[i].layout.offset;
+        d.dtype = owned[i].dtype;
       }
     }
     for (size_t k = 0; k < steps_.size(); ++k) {
@@ -121,9 +166,10 @@ class CpuExecutable final : public lazy::Executable {
         SLOTH_RETURN_IF_ERROR(execute(env, st));
       }
       if (!steps_[k].empty()) ++env.stats->kernels_launched;
-      for (int32_t s : release_[k]) env.vals[s] = DeviceData();
+      for (int32_t s : release_[k]) env.vals[s].storage.reset();
     }
     outputs->clear();
+    outputs->reserve(plan_.outputs.size());
     for (int32_t s : plan_.outputs) {
       const DeviceData& d = env.get(s);
       if (!d.storage)
@@ -140,14 +186,53 @@ class CpuExecutable final : public lazy::Executable {
     switch (st.kind) {
       case StepKind::kReduce: return run_reduce(env, in);
       case StepKind::kMatmul: return run_matmul(env, in);
-      case StepKind::kView: return run_view(env, in);
+      case StepKind::kView: return view_step(env, st, in);
       case StepKind::kScatter: return run_scatter(env, in);
       case StepKind::kFactory: return run_factory(env, in);
       default: return run_index(env, in);
     }
   }
 
+  // A view of the same input layout gives the same output layout every run: the first run
+  // computes it (run_view), later ones copy it (no view lowering, no allocation).
+  absl::Status view_step(Env& env, const Step& st, const Instr& in) {
+    const DeviceData& x = env.get(in.in[0]);
+    if (st.view_cached && x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
+        x.layout.shape == st.view_in.shape && x.layout.strides == st.view_in.strides) {
+      DeviceData& o = env.vals[in.out];
+      o.storage = x.storage;
+      o.layout.shape = st.view_out.shape;
+      o.layout.strides = st.view_out.strides;
+      o.layout.offset = st.view_out.offset;
+      o.dtype = x.dtype;
+      return absl::OkStatus();
+    }
+    SLOTH_RETURN_IF_ERROR(run_view(env, in));
+    const DeviceData& o = env.vals[in.out];
+    if (o.storage == x.storage && o.dtype == x.dtype) {  // a true view, not a copy
+      st.view_cached = true;
+      st.view_in = x.layout;
+      st.view_in_dtype = x.dtype;
+      st.view_out = o.layout;
+    } else {
+      st.view_cached = false;
+    }
+    return absl::OkStatus();
+  }
+
   void compile() {
+    for (size_t s = 0; s < plan_.slots.size(); ++s) {
+      const lazy::Slot& slot = plan_.slots[s];
+      if (slot.kind == SlotKind::kInput) {
+        input_slots_.push_back(static_cast<int32_t>(s));
+        max_input_ = std::max(max_input_, slot.index);
+        if (slot.index < 0) max_input_ = std::numeric_limits<int32_t>::max();
+      } else if (slot.kind == SlotKind::kScalar) {
+        max_scalar_ = std::max(max_scalar_, slot.index);
+        if (slot.index < 0) max_scalar_ = std::numeric_limits<int32_t>::max();
+      }
+    }
+    env_.vals.resize(plan_.slots.size());
     const size_t nk = plan_.kernels.size();
     // Which kernel (and which step inside it) reads each slot: needed to decide what an
     // elementwise run must write to memory and when a slot can be released.
@@ -303,6 +388,10 @@ class CpuExecutable final : public lazy::Executable {
   Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable
   std::vector<std::vector<Step>> steps_;
   std::vector<std::vector<int32_t>> release_;
+  std::vector<int32_t> input_slots_;
+  int32_t max_input_ = -1, max_scalar_ = -1;
+  Env env_;  // per-run slot table, reused
+  std::atomic<bool> busy_{false};
 };
 
 class CpuBackend final : public lazy::Backend {

@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <type_traits>
+
+#include "absl/container/inlined_vector.h"
 #include <limits>
 #include <map>
 
@@ -355,66 +358,70 @@ class Program final : public ElementwiseProgram {
           donors_.push_back({static_cast<int>(e), last});
         }
     allocate_registers();
+    n_ = numel(shape_);
+    for (const Out& o : outs_) {
+      out_def_.push_back(def_step_.at(o.val));
+      out_es_.push_back(dtype_size(vals_[o.val].dtype));
+      out_bytes_ += n_ * static_cast<int64_t>(out_es_.back());
+    }
   }
 
   absl::Status run(Env& env) const override {
     if (!error_.empty()) return absl::InternalError(error_);
-    const int64_t n = numel(shape_);
-    std::vector<DeviceData> outs(outs_.size());
-    std::vector<char> donated(exts_.size(), 0);
+    // Per-run state lives in the program and is reused (no allocation in steady state); a
+    // concurrent run of the same program (not expected) binds into a local copy.
+    const bool mine = !busy_.exchange(true, std::memory_order_acquire);
+    Bind local;
+    Bind& b = mine ? bind_ : local;
+    struct Unbusy {
+      std::atomic<bool>* f;
+      ~Unbusy() { if (f) f->store(false, std::memory_order_release); }
+    } unbusy{mine ? &busy_ : nullptr};
+    const int64_t n = n_;
+    b.donated.assign(exts_.size(), 0);
+    b.outp.resize(outs_.size());
     for (size_t o = 0; o < outs_.size(); ++o) {
       const DType t = vals_[outs_[o].val].dtype;
+      bool done = false;
       for (const Donor& d : donors_) {
-        if (donated[d.ext] || d.last_read > def_step_.at(outs_[o].val)) continue;
+        if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
         const DeviceData& x = env.get(exts_[d.ext].slot);
-        if (x.dtype != t || x.layout.shape != shape_ || !x.is_contiguous() ||
-            x.storage->use_count() != 1 || x.numel() != n)
+        if (x.dtype != t || x.storage->use_count() != 1 || x.layout.shape != shape_ ||
+            !x.is_contiguous() || x.numel() != n)
           continue;
-        donated[d.ext] = 1;
-        outs[o] = x;  // shares the storage; the slot is released after this kernel
+        b.donated[d.ext] = 1;
+        env.set_view(outs_[o].slot, x);  // shares the storage; the slot is released after this kernel
+        done = true;
         break;
       }
-      if (!outs[o].storage) outs[o] = env.alloc(shape_, t);
+      if (!done) env.alloc_to(outs_[o].slot, shape_, t);
+      b.outp[o] = ptr(env.vals[outs_[o].slot]);
     }
     if (n > 0) {
-      // Bind this run's layouts, then coalesce the loop space over all operands.
-      Shape geo = shape_;
-      std::vector<Strides> st(exts_.size() + 1);
-      std::vector<const DeviceData*> data(exts_.size());
-      for (size_t e = 0; e < exts_.size(); ++e) {
-        data[e] = &env.get(exts_[e].slot);
-        st[e] = broadcast_strides(data[e]->layout.shape, data[e]->layout.strides, shape_);
+      bool hit = b.valid;
+      for (size_t e = 0; e < exts_.size() && hit; ++e) {
+        const DeviceData& x = env.get(exts_[e].slot);
+        hit = x.dtype == b.key_dtype[e] && x.layout.shape == b.key_shape[e] &&
+              x.layout.strides == b.key_strides[e];
       }
-      st.back() = contiguous_strides(shape_);
-      std::vector<Strides*> sp;
-      for (auto& s : st) sp.push_back(&s);
-      coalesce(geo, sp);
-      const Strides& lin = st.back();
-      std::vector<Bound> bound(exts_.size());
-      for (size_t e = 0; e < exts_.size(); ++e) {
-        Bound& b = bound[e];
-        b.args = {ptr(*data[e]), geo.data(), st[e].data(), static_cast<int>(geo.size())};
-        b.linear = st[e] == lin;
-        b.direct = b.linear && data[e]->dtype == exts_[e].dtype;
-        b.src_size = dtype_size(data[e]->dtype);
-        b.load = load_for(data[e]->dtype, exts_[e].dtype);
-        b.conv = conv_for(data[e]->dtype, exts_[e].dtype);
-      }
-      std::vector<double> cv(consts_.size());
-      for (size_t c = 0; c < consts_.size(); ++c) cv[c] = env.scalar(consts_[c].slot);
+      if (!hit) rebind(env, b);
+      for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
+      b.cv.resize(consts_.size());
+      for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
       if (sink_ >= 0) {
-        absl::Status st = run_reduce(env, n, bound, cv, outs);
+        absl::Status st = run_reduce(env, n, b);
         if (!st.ok()) return st;
+      } else if (n >= kParallelThreshold) {
+        parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
+          run_chunk<NoSink>(lo, hi, b, nullptr);
+        });
       } else {
-        auto chunk = [&](int64_t b, int64_t e) { run_chunk(b, e, bound, cv, outs, nullptr); };
-        if (n >= kParallelThreshold) parallel_for(n, kTile * 8, chunk);
-        else chunk(0, n);
+        run_chunk<NoSink>(0, n, b, nullptr);
       }
     } else if (sink_ >= 0) {
-      absl::Status st = run_reduce(env, 0, {}, {}, outs);
+      absl::Status st = run_reduce(env, 0, b);
       if (!st.ok()) return st;
     }
-    for (size_t o = 0; o < outs_.size(); ++o) env.set(outs_[o].slot, std::move(outs[o]));
     return absl::OkStatus();
   }
 
@@ -426,21 +433,69 @@ class Program final : public ElementwiseProgram {
     LoadFn load = nullptr;
     ConvFn conv = nullptr;
   };
+  // What a run binds: the coalesced loop space and how each operand is read. It depends only
+  // on the operands' dtypes, shapes and strides (fixed per plan in practice), so it is
+  // computed on the first run and recomputed only when a layout changes.
+  struct Bind {
+    bool valid = false;
+    std::vector<DType> key_dtype;
+    std::vector<Shape> key_shape;
+    std::vector<Strides> key_strides;
+    Shape geo;
+    std::vector<Strides> st;
+    std::vector<Bound> bound;  // args.base set per run
+    std::vector<double> cv;
+    std::vector<char*> outp;
+    std::vector<char> donated;
+  };
+  struct NoSink {
+    void operator()(const void*, int64_t, int64_t) {}
+  };
 
-  using Sink = std::function<void(const void* v, int64_t start, int64_t n)>;
+  void rebind(Env& env, Bind& b) const {
+    const size_t ne = exts_.size();
+    b.key_dtype.resize(ne);
+    b.key_shape.resize(ne);
+    b.key_strides.resize(ne);
+    b.st.resize(ne + 1);
+    b.geo = shape_;
+    std::vector<const DeviceData*> data(ne);
+    for (size_t e = 0; e < ne; ++e) {
+      data[e] = &env.get(exts_[e].slot);
+      b.key_dtype[e] = data[e]->dtype;
+      b.key_shape[e] = data[e]->layout.shape;
+      b.key_strides[e] = data[e]->layout.strides;
+      b.st[e] = broadcast_strides(data[e]->layout.shape, data[e]->layout.strides, shape_);
+    }
+    b.st.back() = contiguous_strides(shape_);
+    std::vector<Strides*> sp;
+    for (auto& x : b.st) sp.push_back(&x);
+    coalesce(b.geo, sp);
+    const Strides& lin = b.st.back();
+    b.bound.assign(ne, Bound{});
+    for (size_t e = 0; e < ne; ++e) {
+      Bound& x = b.bound[e];
+      x.args = {nullptr, b.geo.data(), b.st[e].data(), static_cast<int>(b.geo.size())};
+      x.linear = b.st[e] == lin;
+      x.direct = x.linear && data[e]->dtype == exts_[e].dtype;
+      x.src_size = dtype_size(data[e]->dtype);
+      x.load = load_for(data[e]->dtype, exts_[e].dtype);
+      x.conv = conv_for(data[e]->dtype, exts_[e].dtype);
+    }
+    b.valid = true;
+  }
 
   // The fused reduction: the prologue runs tile by tile over the reduction's input space in
   // row-major order, and each tile of the reduced value goes straight into accumulators (no
   // intermediate buffer). The reduced dims are the trailing ones (the planner checks), so
   // each output owns one contiguous stretch of rn elements of that order.
-  absl::Status run_reduce(Env& env, int64_t n, const std::vector<Bound>& bound,
-                          const std::vector<double>& cv, const std::vector<DeviceData>& outs) const {
-    DeviceData out = env.alloc(red_.shape, red_.dtype);
+  absl::Status run_reduce(Env& env, int64_t n, const Bind& b) const {
     const int64_t kn = numel(red_.shape);
     const int64_t rn = kn == 0 ? 0 : n / kn;
     if (kn > 0 && rn == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: cannot reduce over an empty dim (no identity)", op_name(red_.op)));
+    DeviceData& out = env.alloc_to(red_.out, red_.shape, red_.dtype);
     const DType vt = vals_[sink_].dtype;
     absl::Status st = absl::OkStatus();
     visit_dtype(vt, [&](auto vz) {
@@ -448,22 +503,19 @@ class Program final : public ElementwiseProgram {
       visit_dtype(red_.dtype, [&](auto oz) {
         using O = decltype(oz);
         switch (red_.op) {
-          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
-          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
-          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
-          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, bound, cv, outs, out); break;
+          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, b, out); break;
+          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, b, out); break;
+          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, b, out); break;
+          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, b, out); break;
           default: st = absl::InternalError("cpu backend: unsupported fused reduction");
         }
       });
     });
-    env.set(red_.out, std::move(out));
     return st;
   }
 
   template <typename T, typename O, typename Acc>
-  void reduce_as(int64_t n, int64_t kn, int64_t rn, const std::vector<Bound>& bound,
-                 const std::vector<double>& cv, const std::vector<DeviceData>& outs,
-                 DeviceData& out) const {
+  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, DeviceData& out) const {
     using A = typename Acc::A;
     O* o = out.data<O>();
     if (kn == 0) return;
@@ -472,30 +524,38 @@ class Program final : public ElementwiseProgram {
       return;
     }
     if (kn == 1) {  // one output: per-thread partials over the whole range, then merged
-      const int np = num_threads();
-      std::vector<A> part(np, Acc::init());
-      std::atomic<int> next{0};
-      auto body = [&](int64_t b, int64_t e) {
-        A a = Acc::init();
-        Sink sink = [&](const void* v, int64_t, int64_t m) {
+      struct One {
+        A a;
+        void operator()(const void* v, int64_t, int64_t m) {
           a = Acc::merge(a, Acc::run(static_cast<const T*>(v), m));
-        };
-        run_chunk(b, e, bound, cv, outs, &sink);
-        part[next.fetch_add(1)] = a;
+        }
       };
-      if (n >= kParallelThreshold) parallel_for(n, kTile * 8, body);
-      else body(0, n);
-      A a = Acc::init();
-      for (int i = 0; i < np; ++i) a = Acc::merge(a, part[i]);
-      o[0] = static_cast<O>(a);
+      if (n >= kParallelThreshold) {
+        const int np = num_threads();
+        absl::InlinedVector<A, 16> part(np, Acc::init());
+        std::atomic<int> next{0};
+        parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
+          One sink{Acc::init()};
+          run_chunk<One>(lo, hi, b, &sink);
+          part[next.fetch_add(1)] = sink.a;
+        });
+        A a = Acc::init();
+        for (int i = 0; i < np; ++i) a = Acc::merge(a, part[i]);
+        o[0] = static_cast<O>(a);
+      } else {
+        One sink{Acc::init()};
+        run_chunk<One>(0, n, b, &sink);
+        o[0] = static_cast<O>(sink.a);
+      }
       return;
     }
     // Several outputs: chunks of whole rows; a tile may span rows and a row may span tiles.
-    auto body = [&](int64_t rb, int64_t re) {
-      int64_t row = rb;
-      A a = Acc::init();
-      int64_t left = rn;  // elements of `row` still to come
-      Sink sink = [&](const void* v, int64_t, int64_t m) {
+    struct Rows {
+      O* o;
+      int64_t rn, row;
+      A a;
+      int64_t left;  // elements of `row` still to come
+      void operator()(const void* v, int64_t, int64_t m) {
         const T* x = static_cast<const T*>(v);
         while (m > 0) {
           int64_t take = std::min(m, left);
@@ -509,8 +569,11 @@ class Program final : public ElementwiseProgram {
             left = rn;
           }
         }
-      };
-      run_chunk(rb * rn, re * rn, bound, cv, outs, &sink);
+      }
+    };
+    auto body = [&](int64_t rb, int64_t re) {
+      Rows sink{o, rn, rb, Acc::init(), rn};
+      run_chunk<Rows>(rb * rn, re * rn, b, &sink);
     };
     if (n >= kParallelThreshold)
       parallel_for(kn, std::max<int64_t>(1, (kTile * 8 + rn - 1) / rn), body);
@@ -518,15 +581,12 @@ class Program final : public ElementwiseProgram {
       body(0, kn);
   }
 
-  void run_chunk(int64_t begin, int64_t end, const std::vector<Bound>& bound,
-                 const std::vector<double>& cv, const std::vector<DeviceData>& outs,
-                 const Sink* sink) const {
+  template <typename SinkF>
+  void run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink) const {
     // Large outputs bypass the cache (non-temporal stores): no write-allocate read of the
     // destination, and the inputs of the next tiles are not evicted. Results are computed
     // into L1 registers, then streamed.
-    int64_t out_bytes = 0;
-    for (const DeviceData& o : outs) out_bytes += static_cast<int64_t>(o.numel() * dtype_size(o.dtype));
-    const bool stream = out_bytes >= kStreamBytes;
+    const bool stream = out_bytes_ >= kStreamBytes;
     char* regs = scratch(static_cast<size_t>(num_regs_) * kRegBytes);
     void* p[256];
     std::vector<void*> heap;
@@ -537,23 +597,26 @@ class Program final : public ElementwiseProgram {
     }
     for (size_t v = 0; v < vals_.size(); ++v)
       ptrs[v] = vals_[v].reg >= 0 ? regs + vals_[v].reg * kRegBytes : nullptr;
+    const int64_t fill_n = std::min(kTile, end - begin);
     for (size_t c = 0; c < consts_.size(); ++c) {
       const Val& v = vals_[consts_[c].val];
-      fill(ptrs[consts_[c].val], v.dtype, cv[c], kTile);
+      fill(ptrs[consts_[c].val], v.dtype, b.cv[c], fill_n);
     }
+    const Bound* bound = b.bound.data();
+    char* const* outp = b.outp.data();
+    const size_t nouts = outs_.size();
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t n = std::min(kTile, end - t);
       if (!stream)
-        for (size_t o = 0; o < outs_.size(); ++o)
-          ptrs[outs_[o].val] = ptr(outs[o]) + t * dtype_size(outs[o].dtype);
+        for (size_t o = 0; o < nouts; ++o) ptrs[outs_[o].val] = outp[o] + t * out_es_[o];
       for (const Step& s : steps_) {
         switch (s.kind) {
           case Kind::kLoad: {
-            const Bound& b = bound[s.ext];
-            const char* src = b.args.base + t * b.src_size;
-            if (b.direct) ptrs[s.out] = const_cast<char*>(src);
-            else if (b.linear) b.conv(ptrs[s.out], src, n);
-            else b.load(b.args, t, n, ptrs[s.out]);
+            const Bound& x = bound[s.ext];
+            const char* src = x.args.base + t * x.src_size;
+            if (x.direct) ptrs[s.out] = const_cast<char*>(src);
+            else if (x.linear) x.conv(ptrs[s.out], src, n);
+            else x.load(x.args, t, n, ptrs[s.out]);
             break;
           }
           case Kind::kConvert:
@@ -567,11 +630,10 @@ class Program final : public ElementwiseProgram {
         }
       }
       if (stream)
-        for (size_t o = 0; o < outs_.size(); ++o) {
-          const size_t es = dtype_size(outs[o].dtype);
-          stream_copy(ptr(outs[o]) + t * es, static_cast<const char*>(ptrs[outs_[o].val]), n * es);
-        }
-      if (sink) (*sink)(ptrs[sink_], t, n);
+        for (size_t o = 0; o < nouts; ++o)
+          stream_copy(outp[o] + t * out_es_[o], static_cast<const char*>(ptrs[outs_[o].val]),
+                      n * out_es_[o]);
+      if constexpr (!std::is_same_v<SinkF, NoSink>) (*sink)(ptrs[sink_], t, n);
     }
     if (stream) _mm_sfence();
   }
@@ -625,6 +687,12 @@ class Program final : public ElementwiseProgram {
   Instr red_{};        // fused reduction (sink_ >= 0)
   int sink_ = -1;      // value reduced by red_
   std::map<int, int> def_step_;  // value -> defining step
+  std::vector<int> out_def_;     // per output: its defining step
+  std::vector<size_t> out_es_;   // per output: element size
+  int64_t n_ = 0;                // numel(shape_)
+  int64_t out_bytes_ = 0;        // all outputs together
+  mutable Bind bind_;
+  mutable std::atomic<bool> busy_{false};
   std::vector<Donor> donors_;
   std::vector<Val> vals_;
   std::vector<Ext> exts_;

@@ -29,11 +29,24 @@ struct Env {
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.
   DeviceData alloc(const Shape& shape, DType dtype);
+  // The same, written straight into slot `slot` (its layout vectors keep their capacity from
+  // earlier runs, so steady-state runs allocate nothing but the Storage).
+  DeviceData& alloc_to(int slot, const Shape& shape, DType dtype);
   // The slot's data; scalar slots become a 0-dim buffer the first time they are asked for.
   const DeviceData& get(int slot);
   // The value of a 0-dim operand (scalar slot or data), cast to the slot's dtype, as double.
   double scalar(int slot);
   void set(int slot, DeviceData d) { vals[slot] = std::move(d); }
+  // Slot `slot` becomes a view of `src`'s storage with `src`'s layout (copy-assigned: no
+  // allocation once the slot's vectors have capacity).
+  void set_view(int slot, const DeviceData& src) {
+    DeviceData& d = vals[slot];
+    d.storage = src.storage;
+    d.layout.shape = src.layout.shape;
+    d.layout.strides = src.layout.strides;
+    d.layout.offset = src.layout.offset;
+    d.dtype = src.dtype;
+  }
 };
 
 // A bound scalar as a value of `dtype` (what a 0-dim tensor of that dtype would hold).
