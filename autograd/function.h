@@ -45,7 +45,7 @@ class GradFn : public RefCounted {
   virtual void release_saved() {}
   virtual bool released() const { return false; }
 
-  std::vector<Edge> next;
+  absl::InlinedVector<Edge, 3> next;
   absl::InlinedVector<OutputInfo, 1> outputs;
   // Tensor hooks registered on the outputs of this node (by output_nr); they run before
   // apply and may replace the gradient.
@@ -92,7 +92,7 @@ struct FormulaArgs {
   OpId op;
   const Attrs& attrs;
   const std::vector<TensorImplPtr>& inputs;  // unpacked saved inputs (null where not saved)
-  const std::vector<OutputInfo>& input_info;
+  absl::Span<const OutputInfo> input_info;
   const TensorImplPtr& grad;                 // gradient of the (single) output
   const OutputInfo& output;
   const std::vector<bool>& needs;            // which inputs need a gradient
@@ -112,8 +112,8 @@ class OpBackward final : public GradFn {
   void release_saved() override { saved_.clear(); released_ = true; }
   bool released() const override { return released_; }
 
-  std::vector<SavedVariable> saved_;       // one per input; empty where the formula needs no value
-  std::vector<OutputInfo> input_info_;
+  absl::InlinedVector<SavedVariable, 3> saved_;  // one per input; empty where no value is needed
+  absl::InlinedVector<OutputInfo, 3> input_info_;
 
  private:
   OpId op_;
