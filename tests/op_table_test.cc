@@ -66,10 +66,15 @@ TEST(OpTable, EveryOpHasEverythingBesideIt) {
       case GradKind::None:
         break;
     }
-    if (info.category == OpCategory::Composite)
+    if (info.category == OpCategory::Composite) {
       EXPECT_NE(internal::decomposition(op), nullptr) << "decomposition";
-    if (info.alias == AliasKind::InplaceOf) EXPECT_EQ(info.category, OpCategory::Inplace);
-    if (info.alias == AliasKind::ViewOf) EXPECT_EQ(info.category, OpCategory::View);
+    }
+    if (info.alias == AliasKind::InplaceOf) {
+      EXPECT_EQ(info.category, OpCategory::Inplace);
+    }
+    if (info.alias == AliasKind::ViewOf) {
+      EXPECT_EQ(info.category, OpCategory::View);
+    }
   }
 }
 
@@ -128,7 +133,9 @@ TEST_P(OpSamples, MatchReferenceAndAliasContract) {
           if (out.numel() > 1) {
             EXPECT_EQ(data.layout.offset, out.storage_offset());
             for (size_t d = 0; d < out.shape().size(); ++d)
-              if (out.shape()[d] > 1) EXPECT_EQ(data.layout.strides[d], out.strides()[d]) << "dim " << d;
+              if (out.shape()[d] > 1) {
+                EXPECT_EQ(data.layout.strides[d], out.strides()[d]) << "dim " << d;
+              }
           }
         }
         break;
