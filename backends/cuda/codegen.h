@@ -3,7 +3,7 @@
 //
 // Every generated kernel is `extern "C" __global__ void <name>(const P p)` where P is a
 // struct of K 64-bit words; the host packs pointers, int64 values and doubles (bit-cast)
-// into the words in the order the generator documents (see Words below).
+// into the words in the order the generator documents (ParamWords in kernel_launch.h).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "kernels.h"
+#include "int_matmul.h"
 
 namespace sloth::cuda {
 namespace {

@@ -1,0 +1,155 @@
+// Matmul: float types through cuBLAS strided-batched GEMM, integer types through the
+// ahead-of-time int_matmul kernel.
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/cuda_runtime.h"
+#include "backends/cuda/int_matmul.h"
+#include "backends/cuda/kernel_launch.h"
+#include "core/error.h"
+
+namespace sloth::cuda {
+
+using lazy::Instr;
+
+namespace {
+
+struct MatArg {
+  bool trans = false;
+  int64_t ld = 0;
+  bool ok = false;
+};
+
+MatArg classify(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  MatArg m;
+  if (sc == 1 || cols == 1) {
+    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
+    if (m.ld >= std::max<int64_t>(cols, 1)) {
+      m.ok = true;
+      return m;
+    }
+  }
+  if (sr == 1 || rows == 1) {
+    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
+    if (m.ld >= std::max<int64_t>(rows, 1)) {
+      m.trans = true;
+      m.ok = true;
+      return m;
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+void run_matmul(RunEnv& env, const Instr& in) {
+  DeviceData a = env.get(in.in[0]);
+  DeviceData b = env.get(in.in[1]);
+  if (a.dtype != b.dtype || a.dtype != in.dtype || a.layout.shape.empty() || b.layout.shape.empty())
+    throw Error("cuda backend: matmul operands do not match the instruction");
+  if (in.dtype == DType::kBool) throw Error("matmul: bool tensors are not supported");
+  Layout la = a.layout, lb = b.layout;
+  if (la.shape.size() == 1) {
+    la.shape.insert(la.shape.begin(), 1);
+    la.strides.insert(la.strides.begin(), 0);
+  }
+  if (lb.shape.size() == 1) {
+    lb.shape.push_back(1);
+    lb.strides.push_back(0);
+  }
+  const size_t ra = la.shape.size(), rb = lb.shape.size();
+  const int64_t m = la.shape[ra - 2], k = la.shape[ra - 1], n = lb.shape[rb - 1];
+  Shape ba(la.shape.begin(), la.shape.end() - 2), bb(lb.shape.begin(), lb.shape.end() - 2);
+  auto batch_or = broadcast_shapes("matmul", ba, bb);
+  if (!batch_or.ok()) throw Error(std::string(batch_or.status().message()));
+  const Shape batch = *batch_or;
+  const int64_t nb = numel(batch);
+  DeviceData out = env.alloc(in.shape, in.dtype);
+  const size_t es = dtype_size(in.dtype);
+  DeviceContext& c = DeviceContext::get();
+  if (nb == 0 || m == 0 || n == 0) {
+    env.set(in.out, std::move(out));
+    return;
+  }
+  if (k == 0) {
+    SLOTH_CU(cudaMemsetAsync(out.raw(), 0, nb * m * n * es, c.stream));
+    env.set(in.out, std::move(out));
+    return;
+  }
+  const bool fl = is_floating(in.dtype);
+  // Operands whose matrices cuBLAS cannot read as they are become contiguous first.
+  if (fl && !classify(m, k, la.strides[ra - 2], la.strides[ra - 1]).ok) {
+    a = make_contiguous(env, with_layout(a, la), in.dtype);
+    la = a.layout;
+  }
+  if (fl && !classify(k, n, lb.strides[rb - 2], lb.strides[rb - 1]).ok) {
+    b = make_contiguous(env, with_layout(b, lb), in.dtype);
+    lb = b.layout;
+  }
+  Strides sa = broadcast_strides(ba, Strides(la.strides.begin(), la.strides.end() - 2), batch);
+  Strides sb = broadcast_strides(bb, Strides(lb.strides.begin(), lb.strides.end() - 2), batch);
+  Strides sc = contiguous_strides(batch);
+  for (int64_t& x : sc) x *= m * n;
+  Shape bs = batch;
+  coalesce(bs, {&sa, &sb, &sc});
+  const int64_t sam = la.strides[ra - 2], sak = la.strides[ra - 1];
+  const int64_t sbk = lb.strides[rb - 2], sbn = lb.strides[rb - 1];
+  if (!fl) {
+    if (bs.size() > static_cast<size_t>(kMatmulMaxBatchDims))
+      throw Error("cuda backend: matmul with too many batch dims");
+    IntMatmulGeo g;
+    g.nd = static_cast<int>(bs.size());
+    for (size_t d = 0; d < bs.size(); ++d) {
+      g.shape[d] = bs[d];
+      g.sa[d] = sa[d];
+      g.sb[d] = sb[d];
+    }
+    g.nb = nb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.sam = sam;
+    g.sak = sak;
+    g.sbk = sbk;
+    g.sbn = sbn;
+    SLOTH_CU(launch_int_matmul(in.dtype == DType::kInt64, a.raw(), b.raw(), out.raw(), g,
+                               c.sm_count * 32, c.stream));
+    env.set(in.out, std::move(out));
+    return;
+  }
+  MatArg ma = classify(m, k, sam, sak), mb = classify(k, n, sbk, sbn);
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  const cublasOperation_t opb = mb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opa = ma.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // The innermost coalesced batch dim is one strided-batched call; outer dims loop.
+  const size_t nd = bs.size();
+  const int64_t inner = bs[nd - 1];
+  const int64_t outer = numel(bs) / inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t rem = o, oa = 0, ob = 0, oc = 0;
+    for (int d = static_cast<int>(nd) - 2; d >= 0; --d) {
+      int64_t cd = rem % bs[d];
+      rem /= bs[d];
+      oa += cd * sa[d];
+      ob += cd * sb[d];
+      oc += cd * sc[d];
+    }
+    if (in.dtype == DType::kFloat32) {
+      const float alpha = 1, beta = 0;
+      SLOTH_CUBLAS(cublasSgemmStridedBatched(
+          c.blas, opb, opa, n, m, k, &alpha, b.data<float>() + ob, mb.ld, sb[nd - 1],
+          a.data<float>() + oa, ma.ld, sa[nd - 1], &beta, out.data<float>() + oc, n, sc[nd - 1],
+          inner));
+    } else {
+      const double alpha = 1, beta = 0;
+      SLOTH_CUBLAS(cublasDgemmStridedBatched(
+          c.blas, opb, opa, n, m, k, &alpha, b.data<double>() + ob, mb.ld, sb[nd - 1],
+          a.data<double>() + oa, ma.ld, sa[nd - 1], &beta, out.data<double>() + oc, n,
+          sc[nd - 1], inner));
+    }
+  }
+  env.set(in.out, std::move(out));
+}
+
+}  // namespace sloth::cuda
