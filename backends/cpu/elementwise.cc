@@ -7,6 +7,7 @@
 // into their output buffers.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -18,73 +19,49 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
-#include "backends/cpu/ew_ops.h"
+#define SLOTH_EW_TABLE op_table_base
+#include "backends/cpu/ew_loops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace sloth::cpu {
+namespace ew {
+OpFn op_fn_avx512(OpId op, DType t, Mode mode);  // ew_avx512.cc
+}
 namespace {
 
-constexpr int64_t kTile = 512;
-constexpr int64_t kRegBytes = kTile * 8;
+// Elements per tile; SLOTH_TILE overrides it (a power of two, 64 .. 16384), for measurements.
+const int64_t kTile = [] {
+  const char* v = std::getenv("SLOTH_TILE");
+  int64_t t = v ? std::atoll(v) : 512;
+  return (t >= 64 && t <= 16384 && (t & (t - 1)) == 0) ? t : int64_t{512};
+}();
+const int64_t kRegBytes = kTile * 8;
+// How far ahead (in tiles) run_chunk prefetches operands; SLOTH_PREFETCH_TILES overrides it
+// (0 disables), for measurements.
+const int64_t kPrefetchTiles = [] {
+  const char* v = std::getenv("SLOTH_PREFETCH_TILES");
+  return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{0};
+}();
 
-using OpFn = void (*)(void* out, const void* a, const void* b, const void* c, int64_t n);
+using ew::OpFn;
 using ConvFn = void (*)(void* out, const void* in, int64_t n);
 
-template <OpId op, typename T>
-void unary_fn(void* o, const void* a, const void*, const void*, int64_t n) {
-  T* out = static_cast<T*>(o);
-  const T* x = static_cast<const T*>(a);
-  for (int64_t i = 0; i < n; ++i) out[i] = ew::unary<op, T>(x[i]);
+// Op loops per ISA (ew_loops.h): the baseline table compiled here, the AVX-512 one in
+// ew_avx512.cc, chosen once at run time. SLOTH_EW_ISA=avx2 forces the baseline.
+bool use_avx512() {
+  static const bool v = [] {
+    const char* e = std::getenv("SLOTH_EW_ISA");
+    if (e && std::strcmp(e, "avx2") == 0) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  return v;
 }
-template <OpId op, typename T>
-void binary_fn(void* o, const void* a, const void* b, const void*, int64_t n) {
-  T* out = static_cast<T*>(o);
-  const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
-  for (int64_t i = 0; i < n; ++i) out[i] = ew::binary<op, T>(x[i], y[i]);
-}
-template <OpId op, typename T>
-void compare_fn(void* o, const void* a, const void* b, const void*, int64_t n) {
-  bool* out = static_cast<bool*>(o);
-  const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
-  for (int64_t i = 0; i < n; ++i) out[i] = ew::compare<op, T>(x[i], y[i]);
-}
-template <typename T>
-void where_fn(void* o, const void* c, const void* a, const void* b, int64_t n) {
-  T* out = static_cast<T*>(o);
-  const bool* cond = static_cast<const bool*>(c);
-  const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
-  for (int64_t i = 0; i < n; ++i) out[i] = cond[i] ? x[i] : y[i];
-}
-template <typename T>
-void clamp_fn(void* o, const void* a, const void* b, const void* c, int64_t n) {
-  T* out = static_cast<T*>(o);
-  const T *x = static_cast<const T*>(a), *lo = static_cast<const T*>(b),
-          *hi = static_cast<const T*>(c);
-  for (int64_t i = 0; i < n; ++i) out[i] = ew::min_<T>(ew::max_<T>(x[i], lo[i]), hi[i]);
-}
-
-OpFn op_fn(OpId op, DType t) {
-  return visit_dtype(t, [&](auto z) -> OpFn {
-    using T = decltype(z);
-    switch (op) {
-#define U(X) case OpId::k##X: return &unary_fn<OpId::k##X, T>;
-      U(Neg) U(Abs) U(Exp) U(Log) U(Log1p) U(Sqrt) U(Rsqrt) U(Sin) U(Cos) U(Tanh) U(Sigmoid)
-      U(Relu) U(Gelu) U(Silu) U(Erf) U(Square) U(Reciprocal) U(Sign) U(Floor) U(Ceil)
-      U(Round) U(LogicalNot) U(Cast)
-#undef U
-#define B(X) case OpId::k##X: return &binary_fn<OpId::k##X, T>;
-      B(Add) B(Sub) B(Mul) B(Div) B(Pow) B(Maximum) B(Minimum) B(LogicalAnd) B(LogicalOr)
-#undef B
-#define C(X) case OpId::k##X: return &compare_fn<OpId::k##X, T>;
-      C(Eq) C(Ne) C(Lt) C(Le) C(Gt) C(Ge)
-#undef C
-      case OpId::kWhere: return &where_fn<T>;
-      case OpId::kClamp: return &clamp_fn<T>;
-      default: return nullptr;
-    }
-  });
+OpFn op_fn(OpId op, DType t, ew::Mode mode = ew::Mode::kVec) {
+  return use_avx512() ? ew::op_fn_avx512(op, t, mode) : ew::op_table_base(op, t, mode);
 }
 
 template <typename S, typename D>
@@ -327,7 +304,16 @@ class Program final : public ElementwiseProgram {
         st.in[i] = v;
       }
       st.out = new_val(in.dtype);
-      st.fn = op_fn(in.op, operand_dtype(in, in.op == OpId::kWhere ? 1 : 0));
+      const DType ct = operand_dtype(in, in.op == OpId::kWhere ? 1 : 0);
+      st.fn = op_fn(in.op, ct);
+      // A binary op with one scalar operand reads the scalar once (no tile of copies).
+      if (in.in.size() == 2 && st.in[0] != st.in[1]) {
+        OpFn f = nullptr;
+        if (is_const_val(st.in[1]) && !is_const_val(st.in[0])) f = op_fn(in.op, ct, ew::Mode::kVS);
+        else if (is_const_val(st.in[0]) && !is_const_val(st.in[1]))
+          f = op_fn(in.op, ct, ew::Mode::kSV);
+        if (f) st.fn = f;
+      }
       if (!st.fn || in.in.size() > 3 || !is_elementwise(in.op))
         error_ = absl::StrFormat("cpu backend: %s is not an elementwise op", op_name(in.op));
       steps_.push_back(st);
@@ -605,8 +591,23 @@ class Program final : public ElementwiseProgram {
     const Bound* bound = b.bound.data();
     char* const* outp = b.outp.data();
     const size_t nouts = outs_.size();
+    // Operands read linearly are prefetched kPrefetchTiles tiles ahead: each step reads its
+    // operand tile in one short burst, too short for the hardware prefetchers to keep
+    // several streams in flight, so without this every burst waits on DRAM latency.
+    const int64_t pf = kPrefetchTiles * kTile;
+    const size_t nexts = exts_.size();
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t n = std::min(kTile, end - t);
+      if (pf > 0 && t + pf < end) {
+        const int64_t pn = std::min(kTile, end - t - pf);
+        for (size_t e = 0; e < nexts; ++e) {
+          const Bound& x = bound[e];
+          if (!x.linear) continue;
+          const char* p0 = x.args.base + (t + pf) * x.src_size;
+          const char* p1 = p0 + pn * x.src_size;
+          for (const char* q = p0; q < p1; q += 64) _mm_prefetch(q, _MM_HINT_T0);
+        }
+      }
       if (!stream)
         for (size_t o = 0; o < nouts; ++o) ptrs[outs_[o].val] = outp[o] + t * out_es_[o];
       for (const Step& s : steps_) {
@@ -673,6 +674,7 @@ class Program final : public ElementwiseProgram {
     }
     num_regs_ = next;
   }
+  bool is_const_val(int v) const { return v >= 0 && is_const(v); }
   bool is_const(int v) const {
     for (const Const& c : consts_)
       if (c.val == v) return true;

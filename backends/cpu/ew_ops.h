@@ -9,7 +9,14 @@
 
 #include "core/op_table.h"
 
+// The ISA-specific op loops (ew_loops.h) are compiled once per ISA; the inline namespace
+// keeps each compilation's instantiations distinct so the linker never merges an AVX-512
+// copy into the baseline path.
+#ifndef SLOTH_EW_ISA
+#define SLOTH_EW_ISA base
+#endif
 namespace sloth::cpu::ew {
+inline namespace SLOTH_EW_ISA {
 
 template <typename T> inline constexpr bool kFloat = std::is_floating_point_v<T>;
 
@@ -126,4 +133,5 @@ template <OpId op, typename T> inline bool compare(T a, T b) {
   else return a >= b;
 }
 
+}  // inline namespace SLOTH_EW_ISA
 }  // namespace sloth::cpu::ew
