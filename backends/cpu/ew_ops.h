@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <type_traits>
 
@@ -49,6 +50,33 @@ template <typename T> inline T ipow(T base, T exp) {
   return r;
 }
 
+// exp for float32 that the compiler vectorizes (libm's expf is a call per element: softmax
+// spent its time there). exp(x) = 2^n e^r with n = round(x / ln 2) and r reduced in two steps
+// (Cody-Waite); e^r from Cephes' degree-6 polynomial, ~1 ulp. 2^n is applied as two factors so
+// results that underflow to denormals stay right; out-of-range inputs are clamped first so the
+// integer conversion is defined, and NaN is passed through.
+inline float vexpf(float x) {
+  float xc = x < -104.0f ? -104.0f : (x > 88.8f ? 88.8f : x);
+  xc = x != x ? 0.0f : xc;
+  const float n = std::nearbyint(xc * 1.44269504088896341f);
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  float s1, s2;
+  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  const float y = p * s1 * s2;
+  return x != x ? x : y;
+}
+
 // Float-only functions on an integer compute type never come from the shape rules (they
 // promote to float); computing through double keeps those instantiations well-defined.
 template <OpId op, typename T> inline T unary(T x) {
@@ -60,7 +88,10 @@ template <OpId op, typename T> inline T unary(T x) {
     else if constexpr (kFloat<T>) return std::fabs(x);
     else return x < 0 ? static_cast<T>(-x) : x;
   }
-  else if constexpr (op == OpId::kExp) return static_cast<T>(std::exp(f));
+  else if constexpr (op == OpId::kExp) {
+    if constexpr (std::is_same_v<F, float>) return static_cast<T>(vexpf(f));
+    else return static_cast<T>(std::exp(f));
+  }
   else if constexpr (op == OpId::kLog) return static_cast<T>(std::log(f));
   else if constexpr (op == OpId::kLog1p) return static_cast<T>(std::log1p(f));
   else if constexpr (op == OpId::kSqrt) return static_cast<T>(std::sqrt(f));
