@@ -157,7 +157,7 @@ Tensor snapshot(const Tensor& self) {
 }
 
 // The out-of-place value an in-place op writes, as a fresh tensor of self's shape and dtype.
-Tensor inplace_result(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
+Tensor inplace_result(OpId op, absl::Span<const Tensor> in) {
   const Tensor& self = in[0];
   Tensor r;
   switch (op) {
@@ -197,11 +197,10 @@ Tensor inplace_result(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) 
     default: fail("internal: %s is not an in-place op", op_name(op));
   }
   if (r.dtype() != self.dtype()) r = r.to(self.dtype());
-  (void)attrs;
   return r;
 }
 
-Tensor do_inplace(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
+Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   const Tensor& self = in[0];
   TensorImpl& si = *self.impl();
   const bool grad_mode = autograd::is_grad_enabled();
@@ -232,7 +231,7 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in, const Attrs& attrs) {
   // (PyTorch saves `original_self` for the same reason).
   std::vector<Tensor> operands(in.begin(), in.end());
   operands[0] = snapshot(self);
-  Tensor r = inplace_result(op, operands, attrs);
+  Tensor r = inplace_result(op, operands);
   const bool track = grad_mode && (autograd::requires_grad(*r.impl()) || autograd::requires_grad(si) ||
                                    (si.is_view() && autograd::requires_grad(*si.view_base)));
   if (track && si.is_view()) {
@@ -286,7 +285,7 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
       result = make_view(op, in[0], attrs);
       break;
     case OpCategory::Inplace:
-      result = do_inplace(op, in, attrs);
+      result = do_inplace(op, in);
       break;
     default:
       result = record(op, in, attrs, out, device);

@@ -17,11 +17,10 @@ Tensor enter(const Tensor& x) {
 
 Tensor leave(const Tensor& t, bool outermost) { return outermost ? t.detach() : t; }
 
-Tensor grad_or_zeros(const Tensor& y, const Tensor& x_level, const Tensor& like) {
+Tensor grad_or_zeros(const Tensor& y, const Tensor& x_level) {
   if (!y.requires_grad()) return zeros_like(x_level);
   auto g = autograd::grad({y}, {x_level}, {}, true, true, true);
   return g[0].defined() ? g[0] : zeros_like(x_level);
-  (void)like;
 }
 
 }  // namespace sloth::func::detail

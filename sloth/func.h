@@ -27,7 +27,7 @@ struct Level {
 // level already tracks it.
 Tensor enter(const Tensor& x);
 Tensor leave(const Tensor& t, bool outermost);
-Tensor grad_or_zeros(const Tensor& y, const Tensor& x_level, const Tensor& like);
+Tensor grad_or_zeros(const Tensor& y, const Tensor& x_level);
 
 template <class F, class Tuple, size_t... I>
 auto call_with(F& f, Tuple& args, std::index_sequence<I...>) {
@@ -43,16 +43,16 @@ auto value_and_grad(F f, int argnum = 0) {
     detail::Level level;
     EnableGradGuard enable;
     auto tup = std::make_tuple(Tensor(args)...);
-    Tensor original, at_level;
+    Tensor at_level;
     int i = 0;
     std::apply([&](auto&... a) {
-      ((i++ == argnum ? (original = a, a = detail::enter(a), at_level = a, 0) : 0), ...);
+      ((i++ == argnum ? (a = detail::enter(a), at_level = a, 0) : 0), ...);
     }, tup);
     if (!at_level.defined()) fail("grad: argnum %d is out of range for %d arguments", argnum, i);
     Tensor y = detail::call_with(f, tup, std::make_index_sequence<sizeof...(args)>{});
     if (y.numel() != 1)
       fail("grad: f must return a tensor with one element, got shape %s", shape_str(y.shape()));
-    Tensor g = detail::grad_or_zeros(y, at_level, original);
+    Tensor g = detail::grad_or_zeros(y, at_level);
     return {detail::leave(y, level.outermost()), detail::leave(g, level.outermost())};
   };
 }
