@@ -12,37 +12,11 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "core/blas_layout.h"
 #include "core/error.h"
 
 namespace sloth::cpu {
 namespace {
-
-struct MatArg {
-  bool trans = false;
-  int64_t ld = 0;
-  bool ok = false;
-};
-
-// How BLAS can read a rows x cols matrix with these element strides, if it can.
-MatArg classify(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  MatArg m;
-  if (sc == 1 || cols == 1) {
-    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
-    if (m.ld >= std::max<int64_t>(cols, 1)) {
-      m.ok = true;
-      return m;
-    }
-  }
-  if (sr == 1 || rows == 1) {
-    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
-    if (m.ld >= std::max<int64_t>(rows, 1)) {
-      m.trans = true;
-      m.ok = true;
-      return m;
-    }
-  }
-  return m;
-}
 
 // Small float GEMMs (m*n*k below kSmallGemm) skip OpenBLAS: its per-call setup (argument
 // checks, buffer and thread bookkeeping, packing) costs more than the arithmetic. A 4x16
@@ -171,8 +145,8 @@ absl::Status run_matmul(Env& env, const Instr& in) {
   if (a.layout.shape.size() == 2 && b.layout.shape.size() == 2 &&
       (in.dtype == DType::kFloat32 || in.dtype == DType::kFloat64)) {
     const int64_t m = a.layout.shape[0], k = a.layout.shape[1], n = b.layout.shape[1];
-    MatArg ma = classify(m, k, a.layout.strides[0], a.layout.strides[1]);
-    MatArg mb = classify(k, n, b.layout.strides[0], b.layout.strides[1]);
+    BlasLayout ma = blas_layout(m, k, a.layout.strides[0], a.layout.strides[1]);
+    BlasLayout mb = blas_layout(k, n, b.layout.strides[0], b.layout.strides[1]);
     if (ma.ok && mb.ok && m > 0 && n > 0 && k > 0 && b.layout.shape[0] == k) {
       const DeviceData& a2 = a;  // env.alloc_to below does not move other slots
       const DeviceData& b2 = b;
@@ -256,7 +230,7 @@ absl::Status run_matmul(Env& env, const Instr& in) {
     T* pc = out.data<T>();
     if constexpr (std::is_floating_point_v<T>) {
       auto one = [&](const T* A, int64_t rows, int64_t srow, const T* B, T* C) {
-        MatArg ma = classify(rows, k, srow, sak), mb = classify(k, n, sbk, sbn);
+        BlasLayout ma = blas_layout(rows, k, srow, sak), mb = blas_layout(k, n, sbk, sbn);
         DeviceData ca, cb;
         if (!ma.ok) {
           ca = env.alloc({rows, k}, in.dtype);

@@ -7,41 +7,12 @@
 #include "backends/cuda/cuda_runtime.h"
 #include "backends/cuda/int_matmul.h"
 #include "backends/cuda/kernel_launch.h"
+#include "core/blas_layout.h"
 #include "core/error.h"
 
 namespace sloth::cuda {
 
 using lazy::Instr;
-
-namespace {
-
-struct MatArg {
-  bool trans = false;
-  int64_t ld = 0;
-  bool ok = false;
-};
-
-MatArg classify(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  MatArg m;
-  if (sc == 1 || cols == 1) {
-    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
-    if (m.ld >= std::max<int64_t>(cols, 1)) {
-      m.ok = true;
-      return m;
-    }
-  }
-  if (sr == 1 || rows == 1) {
-    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
-    if (m.ld >= std::max<int64_t>(rows, 1)) {
-      m.trans = true;
-      m.ok = true;
-      return m;
-    }
-  }
-  return m;
-}
-
-}  // namespace
 
 void run_matmul(RunEnv& env, const Instr& in) {
   DeviceData a = env.get(in.in[0]);
@@ -79,11 +50,11 @@ void run_matmul(RunEnv& env, const Instr& in) {
   }
   const bool fl = is_floating(in.dtype);
   // Operands whose matrices cuBLAS cannot read as they are become contiguous first.
-  if (fl && !classify(m, k, la.strides[ra - 2], la.strides[ra - 1]).ok) {
+  if (fl && !blas_layout(m, k, la.strides[ra - 2], la.strides[ra - 1]).ok) {
     a = make_contiguous(env, with_layout(a, la), in.dtype);
     la = a.layout;
   }
-  if (fl && !classify(k, n, lb.strides[rb - 2], lb.strides[rb - 1]).ok) {
+  if (fl && !blas_layout(k, n, lb.strides[rb - 2], lb.strides[rb - 1]).ok) {
     b = make_contiguous(env, with_layout(b, lb), in.dtype);
     lb = b.layout;
   }
@@ -118,7 +89,7 @@ void run_matmul(RunEnv& env, const Instr& in) {
     env.set(in.out, std::move(out));
     return;
   }
-  MatArg ma = classify(m, k, sam, sak), mb = classify(k, n, sbk, sbn);
+  BlasLayout ma = blas_layout(m, k, sam, sak), mb = blas_layout(k, n, sbk, sbn);
   // Row-major C = A B is column-major C^T = B^T A^T.
   const cublasOperation_t opb = mb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opa = ma.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
