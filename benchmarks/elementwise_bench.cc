@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/jit.h"
 #include "benchmarks/bench_common.h"
 #include "sloth/sloth.h"
 
@@ -101,10 +103,26 @@ void check_chain(int k, const sloth::Tensor& y) {
   }
 }
 
+// jit:1 measures the run-time compiled kernel (compiled before timing starts), jit:0 the tile
+// interpreter; the default (SLOTH_JIT unset) is jit:1 after the first runs of a hot kernel.
+void set_jit(benchmark::State& state, const std::function<void()>& warm) {
+  namespace jit = sloth::cpu::jit;
+  const bool on = state.range(1) != 0;
+  jit::set_mode(on ? jit::Mode::kSync : jit::Mode::kOff);
+  warm();  // compiles (or loads from the disk cache) outside the timed loop
+  const int64_t runs = jit::stats().compiled_runs;
+  warm();
+  if (on && jit::stats().compiled_runs == runs) state.SkipWithError("no compiled kernel ran");
+}
+
 void BM_SlothChain(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   auto& in = inputs();
   sloth::Tensor y;
+  set_jit(state, [&] {
+    y = sloth_bench::chain(k, in.a, in.b, in.c);
+    sloth::mark_step();
+  });
   for (auto _ : state) {
     y = sloth_bench::chain(k, in.a, in.b, in.c);
     sloth::mark_step();  // sync: the chain runs here
@@ -113,13 +131,18 @@ void BM_SlothChain(benchmark::State& state) {
   set_bytes(state, sloth_bench::chain_inputs(k) + 1);
   state.counters["ops"] = k;
 }
-BENCHMARK(BM_SlothChain)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->ArgName("k")->UseRealTime()
+BENCHMARK(BM_SlothChain)->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}})->ArgNames({"k", "jit"})
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // relu(a*b + c) * d - e / 2: 5 inputs + 1 output = 6 arrays.
 void BM_SlothChain6(benchmark::State& state) {
   auto& in = inputs();
   sloth::Tensor y;
+  set_jit(state, [&] {
+    y = sloth_bench::chain6(in.a, in.b, in.c, in.d, in.e);
+    sloth::mark_step();
+  });
   for (auto _ : state) {
     y = sloth_bench::chain6(in.a, in.b, in.c, in.d, in.e);
     sloth::mark_step();
@@ -131,6 +154,6 @@ void BM_SlothChain6(benchmark::State& state) {
   }
   set_bytes(state, 6);
 }
-BENCHMARK(BM_SlothChain6)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_SlothChain6)->Arg(0)->Arg(1)->ArgName("jit")->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace

@@ -20,7 +20,9 @@
 
 #include "absl/strings/str_format.h"
 #define SLOTH_EW_TABLE op_table_base
+#include "backends/cpu/ew_codegen.h"
 #include "backends/cpu/ew_loops.h"
+#include "backends/cpu/jit.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
@@ -224,6 +226,7 @@ char* scratch(size_t bytes) {
 
 class Program final : public ElementwiseProgram {
  public:
+  using TileFn = void (*)(void* const*, int64_t);  // a run-time compiled tile kernel (jit.h)
   struct Val {
     DType dtype;
     int reg = -1;  // scratch register, when not in memory
@@ -251,6 +254,7 @@ class Program final : public ElementwiseProgram {
     OpFn fn = nullptr;
     ConvFn conv = nullptr;
     OpId op;
+    DType compute = DType::kFloat32;  // kOp: the type the op computes in
   };
 
   Program(const Plan& plan, const std::vector<int32_t>& instrs,
@@ -312,6 +316,7 @@ class Program final : public ElementwiseProgram {
       }
       st.out = new_val(in.dtype);
       const DType ct = operand_dtype(in, in.op == OpId::kWhere ? 1 : 0);
+      st.compute = ct;
       st.fn = op_fn(in.op, ct);
       // A binary op with one scalar operand reads the scalar once (no tile of copies).
       if (in.in.size() == 2 && st.in[0] != st.in[1]) {
@@ -351,6 +356,21 @@ class Program final : public ElementwiseProgram {
           donors_.push_back({static_cast<int>(e), last});
         }
     allocate_registers();
+    for (size_t k = 0; k < steps_.size(); ++k)
+      if (steps_[k].kind == Kind::kLoad) load_steps_.push_back(static_cast<int>(k));
+      else ++compute_steps_;
+    // Compiled layout: constants, loaded operands and stored values each own a register
+    // (the compiled loop keeps everything else in machine registers).
+    interp_regs_.assign(vals_.size(), -1);
+    jit_regs_.assign(vals_.size(), -1);
+    for (size_t v = 0; v < vals_.size(); ++v) {
+      interp_regs_[v] = vals_[v].reg;
+      if (vals_[v].reg >= 0 && (is_const(static_cast<int>(v)) || vals_[v].out >= 0 ||
+                                static_cast<int>(v) == sink_))
+        jit_regs_[v] = num_jit_regs_++;
+    }
+    for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
+    if (error_.empty()) jit_ = std::make_shared<jit::Slot>();
     n_ = numel(shape_);
     for (const Out& o : outs_) {
       out_def_.push_back(def_step_.at(o.val));
@@ -398,21 +418,23 @@ class Program final : public ElementwiseProgram {
               x.layout.strides == b.key_strides[e];
       }
       if (!hit) rebind(env, b);
+      TileFn compiled = jit_fn(n);
+      if (compiled != nullptr) jit::note_compiled_run();
       for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
       b.cv.resize(consts_.size());
       for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
       if (sink_ >= 0) {
-        absl::Status st = run_reduce(env, n, b);
+        absl::Status st = run_reduce(env, n, b, compiled);
         if (!st.ok()) return st;
       } else if (n >= kParallelThreshold) {
         parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
-          run_chunk<NoSink>(lo, hi, b, nullptr);
+          run_chunk<NoSink>(lo, hi, b, nullptr, compiled);
         });
       } else {
-        run_chunk<NoSink>(0, n, b, nullptr);
+        run_chunk<NoSink>(0, n, b, nullptr, compiled);
       }
     } else if (sink_ >= 0) {
-      absl::Status st = run_reduce(env, 0, b);
+      absl::Status st = run_reduce(env, 0, b, nullptr);
       if (!st.ok()) return st;
     }
     return absl::OkStatus();
@@ -482,7 +504,7 @@ class Program final : public ElementwiseProgram {
   // row-major order, and each tile of the reduced value goes straight into accumulators (no
   // intermediate buffer). The reduced dims are the trailing ones (the planner checks), so
   // each output owns one contiguous stretch of rn elements of that order.
-  absl::Status run_reduce(Env& env, int64_t n, const Bind& b) const {
+  absl::Status run_reduce(Env& env, int64_t n, const Bind& b, TileFn jit) const {
     const int64_t kn = numel(red_.shape);
     const int64_t rn = kn == 0 ? 0 : n / kn;
     if (kn > 0 && rn == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
@@ -496,10 +518,10 @@ class Program final : public ElementwiseProgram {
       visit_dtype(red_.dtype, [&](auto oz) {
         using O = decltype(oz);
         switch (red_.op) {
-          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, b, out); break;
-          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, b, out); break;
-          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, b, out); break;
-          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, b, out); break;
+          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, b, out, jit); break;
+          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, b, out, jit); break;
+          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, b, out, jit); break;
+          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, b, out, jit); break;
           default: st = absl::InternalError("cpu backend: unsupported fused reduction");
         }
       });
@@ -508,7 +530,8 @@ class Program final : public ElementwiseProgram {
   }
 
   template <typename T, typename O, typename Acc>
-  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, DeviceData& out) const {
+  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, DeviceData& out,
+                 TileFn jit) const {
     using A = typename Acc::A;
     O* o = out.data<O>();
     if (kn == 0) return;
@@ -529,7 +552,7 @@ class Program final : public ElementwiseProgram {
         std::atomic<int> next{0};
         parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
           One sink{Acc::init()};
-          run_chunk<One>(lo, hi, b, &sink);
+          run_chunk<One>(lo, hi, b, &sink, jit);
           part[next.fetch_add(1)] = sink.a;
         });
         A a = Acc::init();
@@ -537,7 +560,7 @@ class Program final : public ElementwiseProgram {
         o[0] = static_cast<O>(a);
       } else {
         One sink{Acc::init()};
-        run_chunk<One>(0, n, b, &sink);
+        run_chunk<One>(0, n, b, &sink, jit);
         o[0] = static_cast<O>(sink.a);
       }
       return;
@@ -566,7 +589,7 @@ class Program final : public ElementwiseProgram {
     };
     auto body = [&](int64_t rb, int64_t re) {
       Rows sink{o, rn, rb, Acc::init(), rn};
-      run_chunk<Rows>(rb * rn, re * rn, b, &sink);
+      run_chunk<Rows>(rb * rn, re * rn, b, &sink, jit);
     };
     if (n >= kParallelThreshold)
       parallel_for(kn, std::max<int64_t>(1, (kTile * 8 + rn - 1) / rn), body);
@@ -575,12 +598,15 @@ class Program final : public ElementwiseProgram {
   }
 
   template <typename SinkF>
-  void run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink) const {
+  void run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink, TileFn jit) const {
     // Large outputs bypass the cache (non-temporal stores): no write-allocate read of the
     // destination, and the inputs of the next tiles are not evicted. Results are computed
     // into L1 registers, then streamed.
     const bool stream = out_bytes_ >= kStreamBytes;
-    char* regs = scratch(static_cast<size_t>(num_regs_) * kRegStride);
+    // The compiled path runs every load before any computing step, so the interpreter's
+    // register sharing (by step order) does not hold there: it has a layout of its own.
+    const std::vector<int>& reg_of = jit ? jit_regs_ : interp_regs_;
+    char* regs = scratch(static_cast<size_t>(jit ? num_jit_regs_ : num_regs_) * kRegStride);
     void* p[256];
     std::vector<void*> heap;
     void** ptrs = p;
@@ -589,7 +615,7 @@ class Program final : public ElementwiseProgram {
       ptrs = heap.data();
     }
     for (size_t v = 0; v < vals_.size(); ++v)
-      ptrs[v] = vals_[v].reg >= 0 ? regs + vals_[v].reg * kRegStride : nullptr;
+      ptrs[v] = reg_of[v] >= 0 ? regs + reg_of[v] * kRegStride : nullptr;
     const int64_t fill_n = std::min(kTile, end - begin);
     for (size_t c = 0; c < consts_.size(); ++c) {
       const Val& v = vals_[consts_[c].val];
@@ -617,16 +643,22 @@ class Program final : public ElementwiseProgram {
       }
       if (!stream)
         for (size_t o = 0; o < nouts; ++o) ptrs[outs_[o].val] = outp[o] + t * out_es_[o];
-      for (const Step& s : steps_) {
+      auto load = [&](const Step& s) {
+        const Bound& x = bound[s.ext];
+        const char* src = x.args.base + t * x.src_size;
+        if (x.direct) ptrs[s.out] = const_cast<char*>(src);
+        else if (x.linear) x.conv(ptrs[s.out], src, n);
+        else x.load(x.args, t, n, ptrs[s.out]);
+      };
+      if (jit != nullptr) {  // loads as interpreted, then every computing step in one loop
+        for (int k : load_steps_) load(steps_[k]);
+        jit(ptrs, n);
+      } else {
+        for (const Step& s : steps_) {
         switch (s.kind) {
-          case Kind::kLoad: {
-            const Bound& x = bound[s.ext];
-            const char* src = x.args.base + t * x.src_size;
-            if (x.direct) ptrs[s.out] = const_cast<char*>(src);
-            else if (x.linear) x.conv(ptrs[s.out], src, n);
-            else x.load(x.args, t, n, ptrs[s.out]);
+          case Kind::kLoad:
+            load(s);
             break;
-          }
           case Kind::kConvert:
             s.conv(ptrs[s.out], ptrs[s.in[0]], n);
             break;
@@ -635,6 +667,7 @@ class Program final : public ElementwiseProgram {
                  s.in[1] >= 0 ? ptrs[s.in[1]] : nullptr, s.in[2] >= 0 ? ptrs[s.in[2]] : nullptr,
                  n);
             break;
+        }
         }
       }
       if (stream)
@@ -688,6 +721,48 @@ class Program final : public ElementwiseProgram {
     return false;
   }
 
+  // The compiled form of the program once it is ready (nullptr: interpret). A program is
+  // compiled when it is hot: run again after its first run (it sits in a loop) with enough
+  // work per run to amortize a compile; SLOTH_JIT=sync compiles every program on first use.
+  static constexpr int64_t kJitMinRuns = 2;
+  static constexpr int64_t kJitMinWork = int64_t{1} << 18;  // elements x computing steps
+  TileFn jit_fn(int64_t n) const {
+    if (!jit_ || compute_steps_ == 0 || jit::mode() == jit::Mode::kOff) return nullptr;
+    void* f = jit_->fn.load(std::memory_order_acquire);
+    if (f == nullptr && !jit_->requested.load(std::memory_order_relaxed)) {
+      const int64_t runs = runs_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (jit::mode() == jit::Mode::kSync ||
+          (runs >= kJitMinRuns && n * compute_steps_ >= kJitMinWork)) {
+        request_jit();
+        f = jit_->fn.load(std::memory_order_acquire);
+      }
+    }
+    return reinterpret_cast<TileFn>(f);
+  }
+  // Describes the program to the code generator; the description is copied into the request,
+  // so the program may be destroyed while its compile waits in the queue.
+  void request_jit() const {
+    using Role = jit::TileValue::Role;
+    std::vector<jit::TileValue> tv(vals_.size());
+    for (size_t v = 0; v < vals_.size(); ++v)
+      tv[v] = {vals_[v].dtype, Role::kLocal, vals_[v].out >= 0 || static_cast<int>(v) == sink_};
+    for (const Const& c : consts_) tv[c.val].role = Role::kConst;
+    std::vector<jit::TileStep> ts;
+    for (const Step& s : steps_) {
+      if (s.kind == Kind::kLoad) {
+        tv[s.out].role = Role::kMemory;
+        continue;
+      }
+      jit::TileStep t{.convert = s.kind == Kind::kConvert, .op = s.op, .compute = s.compute,
+                      .out = s.out};
+      std::copy(std::begin(s.in), std::end(s.in), t.in);
+      ts.push_back(t);
+    }
+    jit::request(jit_, [tv = std::move(tv), ts = std::move(ts)] {
+      return jit::tile_kernel_source(tv, ts, "sloth_ew_tile");
+    }, "sloth_ew_tile");
+  }
+
   struct Donor {
     int ext;
     int last_read;  // last step reading the operand's loaded value
@@ -709,6 +784,12 @@ class Program final : public ElementwiseProgram {
   std::vector<Out> outs_;
   std::vector<Step> steps_;
   int num_regs_ = 0;
+  std::vector<int> load_steps_;  // the kLoad steps, in order
+  std::vector<int> interp_regs_, jit_regs_;  // value -> scratch register (-1: none)
+  int num_jit_regs_ = 0;
+  int64_t compute_steps_ = 0;    // kOp and kConvert steps
+  std::shared_ptr<jit::Slot> jit_;  // null when SLOTH_JIT=off or the program cannot run
+  mutable std::atomic<int64_t> runs_{0};
   std::string error_;
 };
 

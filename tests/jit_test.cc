@@ -1,0 +1,224 @@
+// Run-time compiled fused kernels (backends/cpu/jit.h): every op form the code generator
+// prints, every dtype, broadcast/strided/converted operands, scalars, fused reductions and
+// in-place donation, each compared bit for bit with the tile interpreter running the same
+// cached plan, plus the compiler driver (disk cache, errors).
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/jit.h"
+#include "gtest/gtest.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+namespace jit = cpu::jit;
+
+// The cache goes to this test's private directory (set before the first use reads it).
+const std::string kCacheDir = [] {
+  const char* t = std::getenv("TEST_TMPDIR");
+  std::string d = std::string(t ? t : "/tmp") + "/jit_cache";
+  ::setenv("SLOTH_JIT_DIR", d.c_str(), 1);
+  return d;
+}();
+
+Tensor data(Shape shape, double lo = -2, double hi = 2) {
+  Tensor t = rand(shape) * (hi - lo) + lo;
+  sync({t});
+  return t;
+}
+
+// Every output's elements as double (exact for all dtypes used), in order.
+std::vector<std::vector<double>> values(const std::vector<Tensor>& ts) {
+  std::vector<std::vector<double>> v;
+  for (const Tensor& t : ts) v.push_back(t.to(kFloat64).to_vector<double>());
+  return v;
+}
+
+// Builds the program twice over the same inputs: interpreted, then compiled (same cached
+// plan, so the same tile program), and checks the compiled code ran and agreed bit for bit.
+void expect_same(const std::function<std::vector<Tensor>()>& build) {
+  jit::set_mode(jit::Mode::kOff);
+  std::vector<Tensor> a = build();
+  sync(a);
+  auto want = values(a);
+  jit::set_mode(jit::Mode::kSync);
+  const int64_t runs0 = jit::stats().compiled_runs;
+  std::vector<Tensor> b = build();
+  sync(b);
+  auto got = values(b);
+  jit::set_mode(jit::Mode::kOff);
+  EXPECT_GT(jit::stats().compiled_runs, runs0) << "no compiled kernel ran";
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(want[o].size(), got[o].size());
+    for (size_t i = 0; i < want[o].size(); ++i) {
+      // Bitwise, NaN included.
+      if (std::memcmp(&want[o][i], &got[o][i], sizeof(double)) != 0) {
+        ADD_FAILURE() << "output " << o << " element " << i << ": interpreter " << want[o][i]
+                      << ", compiled " << got[o][i];
+        return;
+      }
+    }
+  }
+}
+
+TEST(Jit, EveryUnaryOpFloat32) {
+  Tensor x = data({3000});
+  Tensor p = data({3000}, 0.1, 3);
+  expect_same([&] {
+    std::vector<Tensor> out = {
+        -x, abs(x), exp(x), log(p), log1p(p), sqrt(p), rsqrt(p), sin(x), cos(x), tanh(x),
+        sigmoid(x), relu(x), gelu(x), silu(x), erf(x), square(x), reciprocal(p), sign(x),
+        floor(x * 3), ceil(x * 3), round(x * 3)};
+    Tensor s = out[0];
+    for (size_t i = 1; i < out.size(); ++i) s = s + out[i];  // one fused kernel, many stores
+    out.push_back(s);
+    return out;
+  });
+}
+
+TEST(Jit, BinaryComparisonAndTernaryOpsFloat64) {
+  Tensor a = data({41, 77}).to(kFloat64), b = data({41, 77}).to(kFloat64);
+  sync({a, b});
+  expect_same([&] {
+    Tensor m = a > b;
+    return std::vector<Tensor>{a + b,          a - b,           a * b,  a / b,
+                               pow(abs(a) + 0.5, b), maximum(a, b), minimum(a, b),
+                               where(m, a, b), clamp(a, -0.5, 0.75), (a == a).to(kFloat64),
+                               (a != b).to(kInt64), a <= b, a >= b, a < b,
+                               logical_and(m, a < 0.3), logical_or(m, logical_not(a < 0.3))};
+  });
+}
+
+TEST(Jit, IntegerDtypesAndCasts) {
+  Tensor i = randint(-50, 50, {999}, kInt64);
+  Tensor j = randint(1, 9, {999}, kInt32);
+  Tensor f = data({999});
+  sync({i, j, f});
+  expect_same([&] {
+    return std::vector<Tensor>{i + j,       i * j,   i - j,        i / j,   pow(j, j.to(kInt32)),
+                               maximum(i, j), abs(i), -j,          sign(i), i > j,
+                               f + j,        (f * 10).to(kInt32) * j, logical_or(j.to(kBool), i > 0)};
+  });
+}
+
+TEST(Jit, BroadcastStridedAndScalarOperands) {
+  Tensor a = data({64, 48}), row = data({48}), col = data({64, 1}), w = data({48, 64});
+  expect_same([&] {
+    Tensor y = relu(a * row + col) * w.t() - a / 2.0;  // w.t(): strided in place
+    return std::vector<Tensor>{y, exp(y * 0.25) - 1.0, 3.0 - y};
+  });
+}
+
+TEST(Jit, FusedReductionPrologue) {
+  Tensor x = data({128, 300});
+  expect_same([&] {
+    Tensor m = amax(x, {1}, true);
+    Tensor e = exp(x - m);
+    return std::vector<Tensor>{sum(e, {1}), sum(x * x), amin(x + 1.0, {1}), prod(x * 0.01 + 1.0, {1})};
+  });
+}
+
+TEST(Jit, LargeRunsSplitOverThreadsAndStream) {
+  // Over the parallel threshold and the streaming-store size: chunks on both threads.
+  Tensor a = data({1 << 22}), b = data({1 << 22}), c = data({1 << 22});
+  expect_same([&] {
+    Tensor y = a;
+    for (int k = 0; k < 16; ++k) y = k % 3 == 0 ? y + b : k % 3 == 1 ? y * c : y * 0.5;
+    return std::vector<Tensor>{y};
+  });
+}
+
+TEST(Jit, InPlaceUpdateRunsCompiled) {
+  // w.sub_(lr * g) under no_grad (a donated buffer: the update is written over w), compiled.
+  Tensor w = data({5000}), g = data({5000});
+  std::vector<float> w0 = w.to_vector<float>(), g0 = g.to_vector<float>();
+  jit::set_mode(jit::Mode::kSync);
+  const int64_t runs0 = jit::stats().compiled_runs;
+  {
+    NoGradGuard ng;
+    w.sub_(g * 0.1);
+    sync({w});
+  }
+  jit::set_mode(jit::Mode::kOff);
+  EXPECT_GT(jit::stats().compiled_runs, runs0);
+  std::vector<float> w1 = w.to_vector<float>();
+  for (size_t i = 0; i < w0.size(); ++i) {
+    volatile float step = g0[i] * static_cast<float>(0.1);  // rounded, as sloth rounds it
+    ASSERT_EQ(w1[i], w0[i] - step) << i;
+  }
+}
+
+TEST(Jit, SpecialValuesMatch) {
+  std::vector<double> v = {0.0, -0.0, 1e-45, -1e-45, 1e38, -1e38, INFINITY, -INFINITY, NAN,
+                           88.7, 88.8, 89, -103, -104, -105, 0.5, -0.5, 1.5, 2.5};
+  Tensor x = tensor(v);
+  sync({x});
+  expect_same([&] {
+    return std::vector<Tensor>{exp(x), relu(x), sign(x), round(x), sigmoid(x), tanh(x),
+                               maximum(x, x * 0.5), clamp(x, -1, 1), x / 0.0};
+  });
+}
+
+TEST(Jit, CompilerDriverCachesOnDisk) {
+  const std::string src = "extern \"C\" int sloth_jit_test_answer() { return 42; }\n";
+  const jit::Stats s0 = jit::stats();
+  absl::StatusOr<void*> f = jit::load(src, "sloth_jit_test_answer");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(*f)(), 42);
+  const jit::Stats s1 = jit::stats();
+  EXPECT_EQ(s1.compiled + s1.disk_hits, s0.compiled + s0.disk_hits + 1);
+  // The object and its source sit in the cache directory; loading again compiles nothing.
+  int so_files = 0;
+  std::string ls = kCacheDir;
+  for (const char* ext : {".so", ".cc"}) {
+    std::string cmd = "ls " + ls + "/*" + ext + " > /dev/null 2>&1";
+    so_files += std::system(cmd.c_str()) == 0;
+  }
+  EXPECT_EQ(so_files, 2);
+  absl::StatusOr<void*> again = jit::load(src, "sloth_jit_test_answer");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *f);
+  EXPECT_EQ(jit::stats().compiled, s1.compiled);
+}
+
+TEST(Jit, CompileErrorsAreReportedNotFatal) {
+  const int64_t failed0 = jit::stats().failed;
+  absl::StatusOr<void*> f = jit::load("this is not C++;\n", "nothing");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(std::string(f.status().message()).find("failed"), std::string::npos) << f.status();
+  EXPECT_NE(std::string(f.status().message()).find("error"), std::string::npos) << f.status();
+  EXPECT_EQ(jit::stats().failed, failed0 + 1);
+  absl::StatusOr<void*> g = jit::load("extern \"C\" void present() {}\n", "absent");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(std::string(g.status().message()).find("absent"), std::string::npos);
+}
+
+TEST(Jit, HotKernelsCompileInTheBackground) {
+  // Default mode: a kernel is compiled after it ran twice with enough work, without blocking
+  // the run that asked; the next runs use the compiled code.
+  Tensor a = data({1 << 18}), b = data({1 << 18});
+  jit::set_mode(jit::Mode::kOn);
+  const int64_t runs0 = jit::stats().compiled_runs;
+  auto step = [&] {
+    Tensor y = (a * b + 1.5) * a - b / 3.0;
+    sync({y});
+    return y;
+  };
+  Tensor y1 = step();
+  Tensor y2 = step();  // asks for the compile
+  jit::wait_idle();
+  Tensor y3 = step();
+  jit::set_mode(jit::Mode::kOff);
+  EXPECT_GT(jit::stats().compiled_runs, runs0);
+  EXPECT_EQ(y1.to_vector<float>(), y3.to_vector<float>());
+}
+
+}  // namespace
+}  // namespace sloth
