@@ -222,3 +222,50 @@ TEST(Jit, HotKernelsCompileInTheBackground) {
 
 }  // namespace
 }  // namespace sloth
+
+namespace sloth {
+namespace {
+
+// amax/amin's vector paths (minmax.h): standalone reductions and fused prologues, float and
+// double, NaN in the vector body and in the scalar tail, infinities, against a scalar loop.
+TEST(CpuMinMax, VectorPathsMatchScalarLoopAndPropagateNaN) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    const int64_t rows = 6, cols = 300;  // 300 = 9 full 32-float blocks + a tail
+    std::vector<double> v(rows * cols);
+    for (int64_t i = 0; i < rows * cols; ++i) v[i] = std::sin(0.37 * i) * 10;
+    v[1 * cols + 257] = NAN;                   // vector body
+    v[2 * cols + 299] = NAN;                   // tail
+    v[3 * cols + 5] = INFINITY;
+    for (int64_t j = 0; j < cols; ++j) v[4 * cols + j] = -INFINITY;
+    v[5 * cols + 17] = -0.0;
+    Tensor x = tensor(v, {rows, cols}, dt);
+    std::vector<double> mx = amax(x, {1}).to(kFloat64).to_vector<double>();
+    std::vector<double> mn = amin(x, {1}).to(kFloat64).to_vector<double>();
+    std::vector<double> fused = amax(x * 2.0, {1}).to(kFloat64).to_vector<double>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double a = -INFINITY, b = INFINITY;
+      bool nan = false;
+      for (int64_t j = 0; j < cols; ++j) {
+        double e = v[r * cols + j];
+        if (dt == kFloat32) e = static_cast<float>(e);
+        nan = nan || std::isnan(e);
+        a = std::max(a, e), b = std::min(b, e);
+      }
+      if (nan) {
+        EXPECT_TRUE(std::isnan(mx[r])) << r;
+        EXPECT_TRUE(std::isnan(mn[r])) << r;
+        EXPECT_TRUE(std::isnan(fused[r])) << r;
+      } else {
+        EXPECT_EQ(mx[r], a) << r;
+        EXPECT_EQ(mn[r], b) << r;
+        EXPECT_EQ(fused[r], 2 * a) << r;
+      }
+    }
+    EXPECT_TRUE(std::isnan(amax(x).item()));
+    EXPECT_EQ(amax(x.narrow(0, 3, 3)).item(), INFINITY);
+    EXPECT_EQ(amin(x.narrow(0, 3, 3)).item(), -INFINITY);
+  }
+}
+
+}  // namespace
+}  // namespace sloth

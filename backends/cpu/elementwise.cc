@@ -24,6 +24,7 @@
 #include "backends/cpu/ew_loops.h"
 #include "backends/cpu/jit.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/minmax.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 
@@ -181,18 +182,20 @@ template <typename T> struct ProdAcc {
 };
 template <typename T> struct MaxAcc {
   using A = T;
-  static A init() { return std::numeric_limits<T>::lowest(); }
+  static A init() { return lowest_value<T>(); }
   static A merge(A a, A b) { return ew::max_<T>(a, b); }
   static A run(const T* x, int64_t n) {
-    return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::max_<T>(v, a); }, merge);
+    if constexpr (kHasVectorMinMax<T>) return minmax_contig<T, true>(x, n, init());
+    else return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::max_<T>(v, a); }, merge);
   }
 };
 template <typename T> struct MinAcc {
   using A = T;
-  static A init() { return std::numeric_limits<T>::max(); }
+  static A init() { return highest_value<T>(); }
   static A merge(A a, A b) { return ew::min_<T>(a, b); }
   static A run(const T* x, int64_t n) {
-    return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::min_<T>(v, a); }, merge);
+    if constexpr (kHasVectorMinMax<T>) return minmax_contig<T, false>(x, n, init());
+    else return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::min_<T>(v, a); }, merge);
   }
 };
 

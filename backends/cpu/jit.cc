@@ -33,8 +33,27 @@ namespace {
 // kernel computes bit for bit what the interpreter computes. -ffp-contract=off: the
 // interpreter stores every instruction's result, so it can never fuse a multiply of one
 // instruction with an add of the next into an FMA; the compiled loop must not either.
-const char* const kFlags[] = {"-std=c++20", "-O3",     "-mavx2", "-mfma", "-fno-math-errno",
-                              "-ffp-contract=off", "-fPIC", "-shared", "-w"};
+const char* const kFlags[] = {"-std=c++20",        "-O3",    "-mavx2",  "-mfma",
+                              "-fno-math-errno",   "-fno-trapping-math",
+                              "-ffp-contract=off", "-fPIC",  "-shared", "-w"};
+
+// The flags for this machine: the AVX2 baseline, plus AVX-512 code where the CPU has it
+// and SLOTH_JIT_ISA does not say avx2 (the results are the same: every op is an IEEE basic
+// operation or the same libm call, whatever the vector width).
+const std::vector<std::string>& flags() {
+  static const std::vector<std::string> f = [] {
+    std::vector<std::string> f(std::begin(kFlags), std::end(kFlags));
+    const char* isa = std::getenv("SLOTH_JIT_ISA");
+    __builtin_cpu_init();
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (avx512 && !(isa && std::strcmp(isa, "avx2") == 0))
+      f.insert(f.end(), {"-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
+                         "-mprefer-vector-width=512"});
+    return f;
+  }();
+  return f;
+}
 
 bool log_on() {
   static const bool on = [] {
@@ -134,7 +153,7 @@ bool write_file(const std::string& path, const std::string& text) {
 // start).
 int run_compiler(const std::string& src, const std::string& so, const std::string& log) {
   std::vector<std::string> args = {compiler().path};
-  for (const char* f : kFlags) args.push_back(f);
+  for (const std::string& f : flags()) args.push_back(f);
   args.insert(args.end(), {"-o", so, src});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -174,7 +193,7 @@ absl::StatusOr<void*> load_uncounted(const std::string& source, const std::strin
   const std::string& dir = cache_dir();
   if (dir.empty()) return absl::UnavailableError("jit: no writable cache directory (set SLOTH_JIT_DIR)");
   uint64_t key = 1469598103934665603ull;
-  for (const char* f : kFlags) key = fnv1a(key, f);
+  for (const std::string& f : flags()) key = fnv1a(key, f);
   key = fnv1a(fnv1a(key, cc.id), source);
   {
     std::lock_guard<std::mutex> l(mu);

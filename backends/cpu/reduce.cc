@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpu/ew_ops.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/minmax.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
@@ -38,13 +39,13 @@ template <typename T> struct ProdOp {
 };
 template <typename T> struct MaxOp {
   using A = T;
-  static A init() { return std::numeric_limits<T>::lowest(); }
+  static A init() { return lowest_value<T>(); }
   static A add(A a, T x) { return ew::max_<T>(x, a); }  // NaN in x or a propagates
   static A merge(A a, A b) { return ew::max_<T>(a, b); }
 };
 template <typename T> struct MinOp {
   using A = T;
-  static A init() { return std::numeric_limits<T>::max(); }
+  static A init() { return highest_value<T>(); }
   static A add(A a, T x) { return ew::min_<T>(x, a); }
   static A merge(A a, A b) { return ew::min_<T>(a, b); }
 };
@@ -74,6 +75,10 @@ Geometry split(const DeviceData& x, absl::Span<const int64_t> dims) {
 template <typename T, typename Op>
 typename Op::A reduce_run(const T* p, int64_t n, int64_t stride) {
   using A = typename Op::A;
+  if constexpr (kHasVectorMinMax<T> &&
+                (std::is_same_v<Op, MaxOp<T>> || std::is_same_v<Op, MinOp<T>>)) {
+    if (stride == 1) return minmax_contig<T, std::is_same_v<Op, MaxOp<T>>>(p, n, Op::init());
+  }
   if (stride != 1) {
     A a = Op::init();
     for (int64_t j = 0; j < n; ++j) a = Op::add(a, p[j * stride]);

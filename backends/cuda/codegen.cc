@@ -418,8 +418,9 @@ ReduceTypes reduce_types(OpId op, DType in) {
       case DType::kBool: return "false";
       case DType::kInt32: return "(-2147483647 - 1)";
       case DType::kInt64: return "(-9223372036854775807LL - 1)";
-      case DType::kFloat32: return "(-3.40282346638528859812e+38f)";
-      default: return "(-1.7976931348623157e+308)";
+      // -inf, not the lowest finite value: amax of an all -inf row is -inf.
+      case DType::kFloat32: return "(-__int_as_float(0x7f800000))";
+      default: return "(-__longlong_as_double(0x7ff0000000000000LL))";
     }
   };
   auto highest = [&]() -> std::string {
@@ -427,8 +428,8 @@ ReduceTypes reduce_types(OpId op, DType in) {
       case DType::kBool: return "true";
       case DType::kInt32: return "2147483647";
       case DType::kInt64: return "9223372036854775807LL";
-      case DType::kFloat32: return "3.40282346638528859812e+38f";
-      default: return "1.7976931348623157e+308";
+      case DType::kFloat32: return "__int_as_float(0x7f800000)";
+      default: return "__longlong_as_double(0x7ff0000000000000LL)";
     }
   };
   const std::string mx = is_floating(in) ? "s_max" : "s_max<" + T + ">";
