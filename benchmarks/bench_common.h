@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/jit.h"
 #include "sloth/sloth.h"
 
 namespace sloth_bench {
@@ -40,6 +41,15 @@ inline float chain_ref(int k, float a, float b, float c) {
 inline sloth::Tensor chain6(const sloth::Tensor& a, const sloth::Tensor& b, const sloth::Tensor& c,
                             const sloth::Tensor& d, const sloth::Tensor& e) {
   return sloth::relu(a * b + c) * d - e / 2.0;
+}
+
+// Runs a workload until its hot kernels are compiled (SLOTH_JIT's default compiles them on a
+// background thread after their second run), so timing measures the steady state.
+template <typename F>
+void warm_up(F&& run) {
+  for (int i = 0; i < 3; ++i) run();
+  sloth::cpu::jit::wait_idle();
+  run();
 }
 
 // Aborts the benchmark binary when a result is wrong: a fast wrong answer is not a result.

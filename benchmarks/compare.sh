@@ -75,8 +75,10 @@ for f in ("elementwise.json", "ops.json", "train.json"):
         name = re.sub(r"/(min_time:[^/]*|real_time|manual_time)", "", b["run_name"])
         sl[name] = b["real_time"] * to_ms[b["time_unit"]]
         extra[name] = b
-rows = [(f"chain k={k} (16M f32)", f"chain_k{k}", f"BM_SlothChain/k:{k}") for k in (1, 2, 4, 8, 16)]
-rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6"),
+# sloth's chains: jit:1 is the run-time compiled kernel (the default once a kernel is hot);
+# jit:0 (the tile interpreter) is printed below the table.
+rows = [(f"chain k={k} (16M f32)", f"chain_k{k}", f"BM_SlothChain/k:{k}/jit:1") for k in (1, 2, 4, 8, 16)]
+rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6/jit:1"),
          ("softmax [4096,1024]", "softmax_4096x1024", "BM_Softmax"),
          ("layer_norm [4096,1024]", "layer_norm_4096x1024", "BM_LayerNorm"),
          ("matmul 1024x1024", "matmul_1024", "BM_MatmulSloth/n:1024"),
@@ -99,8 +101,9 @@ for k in ("BM_StreamTriad/threads:1", "BM_StreamTriad/threads:2"):
     if k in extra:
         print(f"  STREAM triad {k[-9:]}: {extra[k]['bytes_per_second']/1e9:.1f} GB/s")
 for k in [r[2] for r in rows[:6]]:
-    if k in extra:
-        print(f"  {k}: {extra[k]['bytes_per_second']/1e9:.1f} GB/s")
+    for v in (k, k.replace("jit:1", "jit:0")):
+        if v in extra:
+            print(f"  {v}: {extra[v]['bytes_per_second']/1e9:.1f} GB/s")
 if "BM_MatmulCblas/n:1024" in sl:
     print(f"  cblas_sgemm 1024: {fmt(sl['BM_MatmulCblas/n:1024'])}  (sloth matmul / cblas = "
           f"{sl['BM_MatmulSloth/n:1024']/sl['BM_MatmulCblas/n:1024']:.3f})")

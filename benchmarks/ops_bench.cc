@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/jit.h"
 #include "benchmarks/bench_common.h"
 #include "sloth/sloth.h"
 
@@ -24,6 +25,7 @@ void BM_Softmax(benchmark::State& state) {
   sloth::Tensor x = sloth::randn({kRows, kCols});
   sloth::mark_step();
   sloth::Tensor y;
+  sloth_bench::warm_up([&] { sloth::sync({sloth::softmax(x, -1)}); });
   for (auto _ : state) {
     y = sloth::softmax(x, -1);
     sloth::mark_step();
@@ -39,6 +41,7 @@ void BM_LayerNorm(benchmark::State& state) {
   sloth::Tensor w = sloth::rand({kCols}) + 0.5, b = sloth::randn({kCols});
   sloth::mark_step();
   sloth::Tensor y;
+  sloth_bench::warm_up([&] { sloth::sync({sloth::layer_norm(x, {kCols}, w, b)}); });
   for (auto _ : state) {
     y = sloth::layer_norm(x, {kCols}, w, b);
     sloth::mark_step();
