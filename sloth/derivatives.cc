@@ -122,10 +122,18 @@ Grads reduce_grad(const FormulaArgs& a) {
   switch (a.op) {
     case OpId::kSum: return {ptr(expand_reduced(g, a))};
     case OpId::kProd: {
+      // d prod / d x_i = product of the others. Dividing the product by x_i is wrong where
+      // x_i == 0, so zeros are counted per reduced group: none -> p / x_i; exactly one -> the
+      // product of the nonzeros at the zero, 0 elsewhere; more -> 0 everywhere. Zeros are
+      // replaced by 1 before dividing, so no branch computes inf or NaN.
       Attrs keep = a.attrs;
       keep.flag = true;
-      Tensor p = call_op(OpId::kProd, {x}, keep);
-      return {ptr(expand_reduced(g, a) * p / x)};
+      const Tensor zero = x.detach() == 0.0;
+      const Tensor safe = where(zero, 1.0, x);
+      const Tensor p = call_op(OpId::kProd, {safe}, keep);
+      const Tensor zeros = sum(zero.to(x.dtype()), Shape(a.attrs.dims.begin(), a.attrs.dims.end()), true);
+      const Tensor d = where(zeros == 0.0, p / safe, where(logical_and(zeros == 1.0, zero), p, 0.0));
+      return {ptr(expand_reduced(g, a) * d)};
     }
     case OpId::kAmax: case OpId::kAmin: {
       Attrs keep = a.attrs;

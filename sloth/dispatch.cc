@@ -1,5 +1,6 @@
 #include "sloth/dispatch.h"
 
+#include <algorithm>
 #include <array>
 
 #include "autograd/function.h"
@@ -131,17 +132,48 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
   return v;
 }
 
-bool has_internal_overlap(const TensorImpl& t) {
+// Why a write through `t` would store two elements into one memory location, or "" if it
+// would not: an expanded dim, or an as_strided layout whose elements overlap.
+std::string internal_overlap(const TensorImpl& t) {
   for (size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] > 1 && t.strides[i] == 0) return true;
+    if (t.shape[i] > 1 && t.strides[i] == 0) return "it is an expanded view";
   for (const auto& s : t.chain)
     if (s.op == OpId::kExpand)
       for (size_t i = 0; i < s.attrs.dims.size(); ++i) {
         size_t lead = s.attrs.dims.size() - s.in_shape.size();
         int64_t from = i < lead ? 1 : s.in_shape[i - lead];
-        if (from == 1 && s.attrs.dims[i] > 1) return true;
+        if (from == 1 && s.attrs.dims[i] > 1) return "it is an expanded view";
       }
-  return false;
+  // Fast proof of no overlap: with the dims sorted by stride, each stride exceeds the span
+  // of all smaller ones. Every view but as_strided passes it.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size), sizes > 1 only
+  int64_t n = 1;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    n *= t.shape[i];
+    if (t.shape[i] > 1) dims.emplace_back(t.strides[i] < 0 ? -t.strides[i] : t.strides[i], t.shape[i]);
+  }
+  if (n == 0) return "";
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;
+  bool proven = true;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) { proven = false; break; }
+    span += (size - 1) * stride;
+  }
+  if (proven) return "";
+  // Interleaved layouts can still be disjoint: enumerate the offsets when that is cheap.
+  if (n > (int64_t{1} << 22)) return "its as_strided layout may overlap (too large to check)";
+  std::vector<int64_t> off(1, 0);
+  off.reserve(n);
+  for (const auto& [stride, size] : dims) {
+    const size_t m = off.size();
+    for (int64_t k = 1; k < size; ++k)
+      for (size_t j = 0; j < m; ++j) off.push_back(off[j] + k * stride);
+  }
+  std::sort(off.begin(), off.end());
+  if (std::adjacent_find(off.begin(), off.end()) != off.end())
+    return "its as_strided layout has overlapping elements";
+  return "";
 }
 
 Tensor snapshot(const Tensor& self) {
@@ -221,11 +253,10 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
            "write under NoGradGuard, or clone() the view first",
            op_name(op));
   }
-  if (has_internal_overlap(si))
+  if (std::string why = internal_overlap(si); !why.empty())
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
-         "strides %s) refers to a single memory location (it is an expanded view); clone() it "
-         "before writing",
-         op_name(op), shape_str(si.shape), shape_str(si.strides));
+         "strides %s) refers to a single memory location (%s); clone() it before writing",
+         op_name(op), shape_str(si.shape), shape_str(si.strides), why);
   // The out-of-place op reads a snapshot of self: same value node and history, but its own
   // alias group, so values saved for backward keep their version when self is overwritten
   // (PyTorch saves `original_self` for the same reason).

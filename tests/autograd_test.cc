@@ -32,6 +32,25 @@ TEST(Autograd, RetainGraphAccumulatesAndThirdBackwardFails) {
   EXPECT_EQ(v(x.grad()), (D{4, 8, 12})) << "nothing lost";
 }
 
+// torch.prod's gradient is the product of the other elements, zeros included (values as
+// PyTorch 1.13 gives them).
+TEST(Autograd, ProdGradientWithZeros) {
+  Tensor x = leaf({2, 0, 3});
+  prod(x).backward();
+  EXPECT_EQ(v(x.grad()), (D{0, 6, 0}));
+  Tensor y = leaf({0, 0, 3});
+  prod(y).backward();
+  EXPECT_EQ(v(y.grad()), (D{0, 0, 0}));
+  // Per row: no zero, one zero, two zeros; and weighted by an upstream gradient.
+  Tensor z = leaf({2, 4, 5, 0, 3, 7, 0, 0, 1}, {3, 3});
+  (prod(z, {1}) * tensor({1.0, 2.0, 3.0}, {3}, kFloat64)).sum().backward();
+  EXPECT_EQ(v(z.grad()), (D{20, 10, 8, 42, 0, 0, 0, 0, 0}));
+  // Without zeros the gradient is unchanged (p / x).
+  Tensor w = leaf({1.5, -2, 4});
+  prod(w).backward();
+  EXPECT_EQ(v(w.grad()), (D{-8, 6, -3}));
+}
+
 TEST(Autograd, NonLeafGradOnlyWithRetainGrad) {
   Tensor x = leaf({1, 2});
   Tensor h = x * 3.0;
