@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "autograd/grad_mode.h"
 #include "lazy/backend.h"
 #include "lazy/tensor_impl.h"
+#include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
 
@@ -169,19 +171,18 @@ Tensor empty_like(const Tensor& x) { return zeros_like(x); }
 Tensor rand_like(const Tensor& x) { return rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
 Tensor randn_like(const Tensor& x) { return randn(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
 
-Tensor Tensor::to(Device target) const {
-  if (target == device()) return *this;
+namespace {
+
+// The copy itself: the result is a fresh data leaf on `target`.
+Tensor copy_to_device(const Tensor& x, Device target) {
   lazy::Backend* dst = lazy::backend_for(target);
-  lazy::Backend* src = lazy::backend_for(device());
-  if (dst == nullptr)
-    fail("to(%s): no backend for that device; %s", target.str(),
-         target.is_cuda() ? "build with --config=cuda and run on a machine with a GPU" : "link //backends/cpu");
-  Tensor c = contiguous();
+  lazy::Backend* src = lazy::backend_for(x.device());
+  Tensor c = x.contiguous();
   internal::sync_tensor(c);
   lazy::DeviceData in = *c.impl()->value()->data;
   lazy::DeviceData out = lazy::allocate_data(dst->allocator(), in.layout.shape, in.dtype);
   size_t bytes = static_cast<size_t>(in.numel()) * dtype_size(in.dtype);
-  if (device().is_cpu()) {
+  if (x.device().is_cpu()) {
     dst->copy_from_host(in.raw(), out.raw(), bytes);
   } else if (target.is_cpu()) {
     src->copy_to_host(in.raw(), out.raw(), bytes);
@@ -190,8 +191,32 @@ Tensor Tensor::to(Device target) const {
     src->copy_to_host(in.raw(), host.data(), bytes);
     dst->copy_from_host(host.data(), out.raw(), bytes);
   }
-  // A device move copies the data; it does not carry autograd history across devices.
   return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(out)), target));
+}
+
+// A device move is differentiable (as PyTorch's): the gradient moves back to the source.
+struct ToDevice : autograd::Function<ToDevice> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, Device target) {
+    ctx->saved_data["type"] = static_cast<int64_t>(x.device().type);
+    ctx->saved_data["index"] = static_cast<int64_t>(x.device().index);
+    return copy_to_device(x, target);
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> g) {
+    const Device source{static_cast<DeviceType>(ctx->saved_data["type"].toInt()),
+                        static_cast<int>(ctx->saved_data["index"].toInt())};
+    return {g[0].to(source)};
+  }
+};
+
+}  // namespace
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  if (lazy::backend_for(target) == nullptr)
+    fail("to(%s): no backend for that device; %s", target.str(),
+         target.is_cuda() ? "build with --config=cuda and run on a machine with a GPU" : "link //backends/cpu");
+  if (requires_grad() && autograd::is_grad_enabled()) return ToDevice::apply(*this, target);
+  return copy_to_device(*this, target);
 }
 
 }  // namespace sloth

@@ -241,6 +241,16 @@ TEST(CudaDevice, RoundTripAndSteadyStateAllocation) {
   EXPECT_GT(cuda::allocator_stats().cached_bytes, 0);
 }
 
+TEST(CudaDevice, DeviceMovesAreDifferentiable) {
+  SKIP_WITHOUT_GPU();
+  Tensor x = tensor({1.0, -2.0, 3.0}, {3}, TensorOptions().dtype(kFloat64).requires_grad());
+  Tensor y = (x.to(Device::cuda()) * 3.0).relu().sum().to(Device::cpu());
+  y.backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), Device::cpu());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{3, 0, 3}));
+}
+
 TEST(CudaDevice, BadIndexIsAnErrorNotACrash) {
   SKIP_WITHOUT_GPU();
   Tensor x = randn({4, 3}).to(Device::cuda());
