@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "absl/container/flat_hash_map.h"
@@ -88,11 +89,18 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
   }
 
   // 2. Discover the graph and count dependencies (iteratively: graphs can be deep).
+  // Sized from the previous backward on this thread (training steps repeat the same graph),
+  // so the tables are allocated once instead of regrown node by node.
+  thread_local size_t size_hint = 16;
   absl::flat_hash_map<GradFn*, int> deps;
+  deps.reserve(size_hint);
   std::vector<GradFn*> order;  // discovery order
+  order.reserve(size_hint);
   {
     std::vector<GradFn*> stack;
+    stack.reserve(size_hint);
     absl::flat_hash_set<GradFn*> seen;
+    seen.reserve(size_hint);
     for (auto& e : root_edges)
       if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
     while (!stack.empty()) {
@@ -106,6 +114,8 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
       }
     }
   }
+
+  size_hint = std::max(size_hint, order.size());
 
   // 3. autograd::grad: capture targets and the nodes needed to reach them.
   const bool capture_mode = !inputs.empty();
@@ -146,6 +156,7 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
   GradModeGuard mode(create_graph);
   accumulate_with_graph = create_graph;
   absl::flat_hash_map<GradFn*, std::vector<TensorImplPtr>> buffers;
+  buffers.reserve(order.size());
   auto add_to = [&](GradFn* f, int nr, const TensorImplPtr& g) {
     if (!g) return;
     auto& buf = buffers[f];
@@ -154,10 +165,13 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
     buf[nr] = buf[nr] ? grad_math().add(buf[nr], g) : g;
   };
   auto cmp = [](GradFn* a, GradFn* b) { return a->sequence_nr < b->sequence_nr; };
-  std::priority_queue<GradFn*, std::vector<GradFn*>, decltype(cmp)> ready(cmp);
+  std::vector<GradFn*> ready_storage;
+  ready_storage.reserve(order.size());
+  std::priority_queue<GradFn*, std::vector<GradFn*>, decltype(cmp)> ready(cmp, std::move(ready_storage));
   for (size_t i = 0; i < root_edges.size(); ++i)
     add_to(root_edges[i].fn.get(), root_edges[i].input_nr, root_grads[i]);
   absl::flat_hash_set<GradFn*> queued;
+  queued.reserve(order.size());
   for (auto& e : root_edges)
     if (deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
 

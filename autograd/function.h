@@ -11,6 +11,7 @@
 #include "absl/container/inlined_vector.h"
 #include "core/attrs.h"
 #include "core/op_table.h"
+#include "core/pooled.h"
 #include "core/ref.h"
 #include "lazy/tensor_impl.h"
 
@@ -59,7 +60,7 @@ class GradFn : public RefCounted {
 };
 
 // Per-tensor autograd state, hung on lazy::TensorImpl::autograd.
-struct AutogradMeta final : lazy::AutogradMetaBase {
+struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   bool requires_grad = false;
   GradFnPtr grad_fn;    // null for leaves
   int output_nr = 0;
@@ -104,7 +105,7 @@ void register_formula(OpId op, Formula f, uint32_t saved = ~0u);
 Formula formula(OpId op);
 uint32_t saved_inputs(OpId op);
 
-class OpBackward final : public GradFn {
+class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
   OpBackward(OpId op, Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;

@@ -151,6 +151,8 @@ Grads matmul_grad(const FormulaArgs& a) {
   Tensor x = in(a, 0), y = in(a, 1), g = grad(a);
   if (x.dim() == 1 && y.dim() == 1)
     return {a.needs[0] ? ptr(g * y) : nullptr, a.needs[1] ? ptr(g * x) : nullptr};
+  if (x.dim() == 2 && y.dim() == 2)  // the common case: no reshapes, nothing to sum
+    return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr, a.needs[1] ? ptr(matmul(x.t(), g)) : nullptr};
   Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x;
   Tensor y2 = y.dim() == 1 ? y.unsqueeze(-1) : y;
   Shape gs = g.shape();

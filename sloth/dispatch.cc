@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/container/inlined_vector.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
 #include "core/view_layout.h"
@@ -146,7 +147,7 @@ std::string internal_overlap(const TensorImpl& t) {
       }
   // Fast proof of no overlap: with the dims sorted by stride, each stride exceeds the span
   // of all smaller ones. Every view but as_strided passes it.
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size), sizes > 1 only
+  absl::InlinedVector<std::pair<int64_t, int64_t>, 8> dims;  // (|stride|, size), sizes > 1
   int64_t n = 1;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     n *= t.shape[i];

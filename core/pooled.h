@@ -1,0 +1,44 @@
+// Class-specific allocation from a per-thread free list, for objects made and dropped once per
+// traced op (autograd nodes and their per-tensor state): recording then costs no malloc/free.
+#pragma once
+
+#include <cstddef>
+#include <new>
+
+namespace sloth {
+
+// struct X : Pooled<X> { ... };  `new X` / `delete x` recycle up to kCap blocks per thread.
+// The list is trivially destructible, so objects freed during exit (static tensors) still
+// find it; blocks cached by a thread that exits are not returned (at most kCap per thread).
+template <typename T, size_t kCap = 8192>
+struct Pooled {
+  static void* operator new(size_t n) {
+    FreeList& f = list_;
+    if (n == sizeof(T) && f.head != nullptr) {
+      void* p = f.head;
+      f.head = *static_cast<void**>(p);
+      --f.count;
+      return p;
+    }
+    return ::operator new(n);
+  }
+  static void operator delete(void* p, size_t n) {
+    FreeList& f = list_;
+    if (n == sizeof(T) && f.count < kCap) {
+      *static_cast<void**>(p) = f.head;
+      f.head = p;
+      ++f.count;
+      return;
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct FreeList {
+    void* head;
+    size_t count;
+  };
+  static inline thread_local FreeList list_{nullptr, 0};
+};
+
+}  // namespace sloth
