@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,8 +117,11 @@ bool make_dirs(const std::string& path) {
     std::string p = path.substr(0, i);
     if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) return false;
   }
+  // Objects in it are loaded into this process: only a directory this user owns and nobody
+  // else can write qualifies (a /tmp path another user created first does not).
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid() &&
+         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && ::access(path.c_str(), W_OK) == 0;
 }
 
 const std::string& cache_dir() {
@@ -167,8 +171,20 @@ int run_compiler(const std::string& src, const std::string& so, const std::strin
   int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
+  // A compiler that hangs must not hold the queue forever: killed after kCompileTimeoutS.
+  constexpr int kCompileTimeoutS = 120;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kCompileTimeoutS);
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -219,7 +235,8 @@ absl::StatusOr<void*> load_uncounted(const std::string& source, const std::strin
       if (log.size() > 2000) log.resize(2000);
       ::unlink((tmp + ".so").c_str());
       return absl::InternalError(absl::StrFormat(
-          "jit: %s failed (exit %d) on %s.cc (kept, with %s.log):\n%s", cc.path, rc, tmp, tmp, log));
+          "jit: %s failed (%s) on %s.cc (kept, with %s.log):\n%s", cc.path,
+          rc == -2 ? std::string("timed out") : absl::StrFormat("exit %d", rc), tmp, tmp, log));
     }
     ::unlink((tmp + ".log").c_str());
     if (::rename((tmp + ".cc").c_str(), cc_file.c_str()) != 0 ||
