@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "lazy/steps.h"
 #include "core/error.h"
 
 namespace sloth::cpu {
@@ -71,12 +72,12 @@ const DeviceData& Env::get(int slot) {
 
 namespace {
 
-enum class StepKind : uint8_t { kElementwise, kReduce, kMatmul, kView, kScatter, kIndex, kFactory };
+using lazy::StepKind;
 
 struct Step {
   StepKind kind;
   int32_t instr = -1;                        // single-instruction steps
-  std::unique_ptr<ElementwiseProgram> program;
+  std::unique_ptr<ElementwiseProgram> program;  // kElementwise and kFusedReduce
   std::vector<int32_t> reads;                // slots read from outside the step
   // kView: the layouts of the last run (valid while the input layout repeats).
   mutable bool view_cached = false;
@@ -84,17 +85,38 @@ struct Step {
   mutable Layout view_in, view_out;
 };
 
-StepKind kind_of(OpId op) {
-  switch (op_info(op).category) {
-    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
-      return StepKind::kElementwise;
-    case OpCategory::Reduce: return StepKind::kReduce;
-    case OpCategory::Matmul: return StepKind::kMatmul;
-    case OpCategory::View: return StepKind::kView;
-    case OpCategory::Scatter: return StepKind::kScatter;
-    case OpCategory::Factory: return StepKind::kFactory;
-    default: return StepKind::kIndex;
+// Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
+// it, all over the reduction's input shape, computing its operand) can run inside the
+// reduction loop; 0 when the kernel takes the unfused path. The reduced dims must be the
+// trailing ones so that each output reduces one contiguous stretch of the row-major order.
+int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
+  if (kern.kind != lazy::KernelKind::kReduce) return 0;
+  int anchor = -1;
+  for (size_t j = 0; j < kern.instrs.size(); ++j)
+    if (op_info(plan.instrs[kern.instrs[j]].op).category == OpCategory::Reduce) {
+      anchor = static_cast<int>(j);
+      break;
+    }
+  if (anchor <= 0) return 0;
+  const Instr& r = plan.instrs[kern.instrs[anchor]];
+  if (r.op != OpId::kSum && r.op != OpId::kProd && r.op != OpId::kAmax && r.op != OpId::kAmin)
+    return 0;
+  const Shape& xs = plan.slots[r.in[0]].shape;
+  bool produced = false;
+  for (int j = 0; j < anchor; ++j) {
+    const Instr& p = plan.instrs[kern.instrs[j]];
+    if (!is_elementwise(p.op) || p.shape != xs) return 0;
+    produced |= p.out == r.in[0];
   }
+  if (!produced) return 0;
+  const int64_t nd = static_cast<int64_t>(xs.size());
+  std::vector<int64_t> dims(r.attrs.dims.begin(), r.attrs.dims.end());
+  if (dims.empty()) return anchor;  // everything
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  for (size_t j = 0; j < dims.size(); ++j)
+    if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return 0;
+  return anchor;
 }
 
 class CpuExecutable final : public lazy::Executable {
@@ -181,7 +203,7 @@ class CpuExecutable final : public lazy::Executable {
 
  private:
   absl::Status execute(Env& env, const Step& st) {
-    if (st.kind == StepKind::kElementwise) return st.program->run(env);
+    if (st.program) return st.program->run(env);
     const Instr& in = plan_.instrs[st.instr];
     switch (st.kind) {
       case StepKind::kReduce: return run_reduce(env, in);
@@ -234,16 +256,7 @@ class CpuExecutable final : public lazy::Executable {
     }
     env_.vals.resize(plan_.slots.size());
     const size_t nk = plan_.kernels.size();
-    // Which kernel (and which step inside it) reads each slot: needed to decide what an
-    // elementwise run must write to memory and when a slot can be released.
-    std::vector<int> kernel_of(plan_.instrs.size(), -1);
-    for (size_t k = 0; k < nk; ++k)
-      for (int32_t i : plan_.kernels[k].instrs) kernel_of[i] = static_cast<int>(k);
-    std::vector<std::vector<int32_t>> readers(plan_.slots.size());  // instrs
-    for (size_t i = 0; i < plan_.instrs.size(); ++i)
-      for (int32_t s : plan_.instrs[i].in) readers[s].push_back(static_cast<int32_t>(i));
     std::set<int32_t> plan_out(plan_.outputs.begin(), plan_.outputs.end());
-
     // Execution position of every instruction (kernels run in order, and the steps of a
     // kernel follow its instruction order) and the last position reading each slot: a step
     // may hand a dead operand's buffer to its output (see ProgramOptions::donatable).
@@ -256,133 +269,32 @@ class CpuExecutable final : public lazy::Executable {
     std::vector<int32_t> last_pos(plan_.slots.size(), -1);
     for (size_t i = 0; i < plan_.instrs.size(); ++i)
       for (int32_t s : plan_.instrs[i].in) last_pos[s] = std::max(last_pos[s], pos[i]);
+    auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
+      std::vector<int32_t> d;
+      for (int32_t s : reads)
+        if ((plan_.slots[s].kind == SlotKind::kValue || plan_.slots[s].kind == SlotKind::kInput) &&
+            !plan_out.count(s) && last_pos[s] <= end_pos)
+          d.push_back(s);
+      return d;
+    };
 
+    lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
     steps_.resize(nk);
-    release_.resize(nk);
-    std::vector<int> last_use(plan_.slots.size(), -1);
-    for (size_t k = 0; k < nk; ++k) {
-      const lazy::Kernel& kern = plan_.kernels[k];
-      std::set<int32_t> kout(kern.outputs.begin(), kern.outputs.end());
-      std::vector<int32_t> group;
-      auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
-        std::vector<int32_t> d;
-        for (int32_t s : reads)
-          if ((plan_.slots[s].kind == SlotKind::kValue || plan_.slots[s].kind == SlotKind::kInput) &&
-              !plan_out.count(s) && last_pos[s] <= end_pos)
-            d.push_back(s);
-        return d;
-      };
-      auto flush = [&] {
-        if (group.empty()) return;
-        std::set<int32_t> in_group(group.begin(), group.end()), produced;
-        std::vector<int32_t> materialize, reads;
-        for (int32_t i : group) {
-          for (int32_t s : plan_.instrs[i].in)
-            if (!produced.count(s)) reads.push_back(s);
-          produced.insert(plan_.instrs[i].out);
+    release_ = std::move(sp.release);
+    for (size_t k = 0; k < nk; ++k)
+      for (lazy::PlanStep& ps : sp.kernels[k]) {
+        Step st{ps.kind};
+        st.instr = ps.instr;
+        if (ps.kind == StepKind::kElementwise || ps.kind == StepKind::kFusedReduce) {
+          ProgramOptions opt;
+          // Prologue + reduction in one pass: the reduced input is never written to memory.
+          if (ps.kind == StepKind::kFusedReduce) opt.reduce = &plan_.instrs[ps.instr];
+          else opt.donatable = donatable(ps.reads, pos[ps.instrs.back()]);
+          st.program = compile_elementwise(plan_, ps.instrs, ps.materialize, opt);
         }
-        for (int32_t i : group) {
-          int32_t s = plan_.instrs[i].out;
-          bool outside = kout.count(s) || plan_out.count(s);
-          for (int32_t r : readers[s]) outside = outside || !in_group.count(r);
-          if (outside) materialize.push_back(s);
-        }
-        Step st{StepKind::kElementwise};
-        ProgramOptions opt;
-        opt.donatable = donatable(reads, pos[group.back()]);
-        st.program = compile_elementwise(plan_, group, materialize, opt);
-        st.reads = std::move(reads);
-        steps_[k].push_back(std::move(st));
-        group.clear();
-      };
-      size_t first = 0;
-      if (int anchor = fusable_reduce(kern); anchor > 0) {
-        // Prologue + reduction in one pass: the reduced input is never written to memory.
-        std::vector<int32_t> pro(kern.instrs.begin(), kern.instrs.begin() + anchor);
-        std::set<int32_t> in_pro(pro.begin(), pro.end());
-        const int32_t red = kern.instrs[anchor];
-        std::vector<int32_t> materialize, reads;
-        std::set<int32_t> produced;
-        for (int32_t i : pro) {
-          for (int32_t s : plan_.instrs[i].in)
-            if (!produced.count(s)) reads.push_back(s);
-          produced.insert(plan_.instrs[i].out);
-        }
-        for (int32_t i : pro) {
-          int32_t s = plan_.instrs[i].out;
-          bool outside = kout.count(s) || plan_out.count(s);
-          for (int32_t r : readers[s]) outside = outside || (r != red && !in_pro.count(r));
-          if (outside) materialize.push_back(s);
-        }
-        Step st{StepKind::kElementwise};
-        ProgramOptions opt;
-        opt.reduce = &plan_.instrs[red];
-        st.program = compile_elementwise(plan_, pro, materialize, opt);
-        st.reads = std::move(reads);
-        steps_[k].push_back(std::move(st));
-        first = anchor + 1;
-      }
-      for (size_t ii = first; ii < kern.instrs.size(); ++ii) {
-        const int32_t i = kern.instrs[ii];
-        const Instr& in = plan_.instrs[i];
-        StepKind sk = kind_of(in.op);
-        if (sk == StepKind::kElementwise) {
-          if (!group.empty() && plan_.instrs[group.back()].shape != in.shape) flush();
-          group.push_back(i);
-          continue;
-        }
-        flush();
-        Step st{sk};
-        st.instr = i;
-        st.reads.assign(in.in.begin(), in.in.end());
+        st.reads = std::move(ps.reads);
         steps_[k].push_back(std::move(st));
       }
-      flush();
-      for (int32_t i : kern.instrs) {
-        for (int32_t s : plan_.instrs[i].in) last_use[s] = std::max(last_use[s], static_cast<int>(k));
-        int32_t o = plan_.instrs[i].out;
-        last_use[o] = std::max(last_use[o], static_cast<int>(k));
-      }
-    }
-    // Release each slot after the kernel that last reads it. The plan's free_after says the
-    // same for well-formed plans; deriving it here keeps a slot alive if the two disagree.
-    for (size_t s = 0; s < plan_.slots.size(); ++s)
-      if (last_use[s] >= 0 && !plan_out.count(static_cast<int32_t>(s)))
-        release_[last_use[s]].push_back(static_cast<int32_t>(s));
-  }
-
-  // Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
-  // it, all over the reduction's input shape, computing its operand) can run inside the
-  // reduction loop; 0 when the kernel takes the unfused path. The reduced dims must be the
-  // trailing ones so that each output reduces one contiguous stretch of the row-major order.
-  int fusable_reduce(const lazy::Kernel& kern) const {
-    if (kern.kind != lazy::KernelKind::kReduce) return 0;
-    int anchor = -1;
-    for (size_t j = 0; j < kern.instrs.size(); ++j)
-      if (op_info(plan_.instrs[kern.instrs[j]].op).category == OpCategory::Reduce) {
-        anchor = static_cast<int>(j);
-        break;
-      }
-    if (anchor <= 0) return 0;
-    const Instr& r = plan_.instrs[kern.instrs[anchor]];
-    if (r.op != OpId::kSum && r.op != OpId::kProd && r.op != OpId::kAmax && r.op != OpId::kAmin)
-      return 0;
-    const Shape& xs = plan_.slots[r.in[0]].shape;
-    bool produced = false;
-    for (int j = 0; j < anchor; ++j) {
-      const Instr& p = plan_.instrs[kern.instrs[j]];
-      if (!is_elementwise(p.op) || p.shape != xs) return 0;
-      produced |= p.out == r.in[0];
-    }
-    if (!produced) return 0;
-    const int64_t nd = static_cast<int64_t>(xs.size());
-    std::vector<int64_t> dims(r.attrs.dims.begin(), r.attrs.dims.end());
-    if (dims.empty()) return anchor;  // everything
-    std::sort(dims.begin(), dims.end());
-    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-    for (size_t j = 0; j < dims.size(); ++j)
-      if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return 0;
-    return anchor;
   }
 
   Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable

@@ -9,10 +9,11 @@
 
 #include "backends/cuda/cuda_kernels.h"
 #include "lazy/plan.h"
+#include "lazy/steps.h"
 
 namespace sloth::cuda {
 
-enum class StepKind : uint8_t { kElementwise, kReduce, kMatmul, kView, kScatter, kIndex, kFactory };
+using lazy::StepKind;  // the step rules are shared with the CPU backend (lazy/steps.h)
 
 struct Step {
   StepKind kind;
@@ -22,8 +23,8 @@ struct Step {
 };
 
 // Splits a plan's kernels into steps ((*steps)[k]: the steps of plan kernel k) and computes
-// when each slot can be released ((*release)[k]: slots dead after kernel k). Same rules as
-// the CPU backend.
+// when each slot can be released ((*release)[k]: slots dead after kernel k), by
+// lazy::split_steps.
 void build_steps(const lazy::Plan& plan, std::vector<std::vector<Step>>* steps,
                  std::vector<std::vector<int32_t>>* release);
 

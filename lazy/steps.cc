@@ -1,0 +1,100 @@
+#include "lazy/steps.h"
+
+#include <algorithm>
+#include <set>
+
+namespace sloth::lazy {
+
+StepKind step_kind(OpId op) {
+  switch (op_info(op).category) {
+    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary:
+      return StepKind::kElementwise;
+    case OpCategory::Reduce: return StepKind::kReduce;
+    case OpCategory::Matmul: return StepKind::kMatmul;
+    case OpCategory::View: return StepKind::kView;
+    case OpCategory::Scatter: return StepKind::kScatter;
+    case OpCategory::Factory: return StepKind::kFactory;
+    default: return StepKind::kIndex;
+  }
+}
+
+StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
+  const size_t nk = plan.kernels.size();
+  std::vector<std::vector<int32_t>> readers(plan.slots.size());  // instructions reading a slot
+  for (size_t i = 0; i < plan.instrs.size(); ++i)
+    for (int32_t s : plan.instrs[i].in) readers[s].push_back(static_cast<int32_t>(i));
+  const std::set<int32_t> plan_out(plan.outputs.begin(), plan.outputs.end());
+  StepPlan sp;
+  sp.kernels.resize(nk);
+  sp.release.resize(nk);
+  std::vector<int> last_use(plan.slots.size(), -1);
+  for (size_t k = 0; k < nk; ++k) {
+    const Kernel& kern = plan.kernels[k];
+    const std::set<int32_t> kout(kern.outputs.begin(), kern.outputs.end());
+    // A run of elementwise instructions (`skip`: a reader that does not count as outside,
+    // the reduction a prologue feeds) reads what it does not produce and writes what a plan
+    // output, a kernel output or an instruction outside the run needs.
+    auto add_run = [&](StepKind kind, std::vector<int32_t> run, int32_t skip) {
+      PlanStep st;
+      st.kind = kind;
+      const std::set<int32_t> in_run(run.begin(), run.end());
+      std::set<int32_t> produced;
+      for (int32_t i : run) {
+        for (int32_t s : plan.instrs[i].in)
+          if (!produced.count(s)) st.reads.push_back(s);
+        produced.insert(plan.instrs[i].out);
+      }
+      for (int32_t i : run) {
+        const int32_t s = plan.instrs[i].out;
+        bool outside = kout.count(s) || plan_out.count(s);
+        for (int32_t r : readers[s]) outside = outside || (r != skip && !in_run.count(r));
+        if (outside) st.materialize.push_back(s);
+      }
+      st.instrs = std::move(run);
+      st.instr = skip;
+      sp.kernels[k].push_back(std::move(st));
+    };
+    std::vector<int32_t> group;
+    auto flush = [&] {
+      if (!group.empty()) add_run(StepKind::kElementwise, std::move(group), -1);
+      group.clear();
+    };
+    size_t first = 0;
+    if (int anchor = fused_reduce ? fused_reduce(plan, kern) : 0; anchor > 0) {
+      add_run(StepKind::kFusedReduce,
+              std::vector<int32_t>(kern.instrs.begin(), kern.instrs.begin() + anchor),
+              kern.instrs[anchor]);
+      first = anchor + 1;
+    }
+    for (size_t ii = first; ii < kern.instrs.size(); ++ii) {
+      const int32_t i = kern.instrs[ii];
+      const Instr& in = plan.instrs[i];
+      const StepKind sk = step_kind(in.op);
+      if (sk == StepKind::kElementwise) {
+        if (!group.empty() && plan.instrs[group.back()].shape != in.shape) flush();
+        group.push_back(i);
+        continue;
+      }
+      flush();
+      PlanStep st;
+      st.kind = sk;
+      st.instr = i;
+      st.reads.assign(in.in.begin(), in.in.end());
+      sp.kernels[k].push_back(std::move(st));
+    }
+    flush();
+    for (int32_t i : kern.instrs) {
+      for (int32_t s : plan.instrs[i].in) last_use[s] = std::max(last_use[s], static_cast<int>(k));
+      const int32_t o = plan.instrs[i].out;
+      last_use[o] = std::max(last_use[o], static_cast<int>(k));
+    }
+  }
+  // Release each slot after the kernel that last reads it. The plan's free_after says the
+  // same for well-formed plans; deriving it here keeps a slot alive if the two disagree.
+  for (size_t s = 0; s < plan.slots.size(); ++s)
+    if (last_use[s] >= 0 && !plan_out.count(static_cast<int32_t>(s)))
+      sp.release[last_use[s]].push_back(static_cast<int32_t>(s));
+  return sp;
+}
+
+}  // namespace sloth::lazy
