@@ -160,23 +160,13 @@ absl::Status run_matmul(Env& env, const Instr& in) {
       return absl::OkStatus();
     }
   }
-  // torch.matmul promotion: a 1-D left operand is a row [1, k], a 1-D right one a column
-  // [k, 1]; the extra dim is absent from the result but the data layout is the same.
-  Layout la = a.layout, lb = b.layout;
-  if (la.shape.size() == 1) {
-    la.shape.insert(la.shape.begin(), 1);
-    la.strides.insert(la.strides.begin(), 0);
-  }
-  if (lb.shape.size() == 1) {
-    lb.shape.push_back(1);
-    lb.strides.push_back(0);
-  }
+  absl::StatusOr<MatmulGeometry> geo = matmul_geometry(a.layout, b.layout);
+  if (!geo.ok()) return geo.status();
+  const Layout &la = geo->a, &lb = geo->b;
   const size_t ra = la.shape.size(), rb = lb.shape.size();
-  const int64_t m = la.shape[ra - 2], k = la.shape[ra - 1], n = lb.shape[rb - 1];
-  Shape ba(la.shape.begin(), la.shape.end() - 2), bb(lb.shape.begin(), lb.shape.end() - 2);
-  auto batch_or = broadcast_shapes("matmul", ba, bb);
-  if (!batch_or.ok()) return batch_or.status();
-  const Shape batch = *batch_or;
+  const int64_t m = geo->m, k = geo->k, n = geo->n;
+  const Shape& batch = geo->batch;
+  const Shape ba(la.shape.begin(), la.shape.end() - 2), bb(lb.shape.begin(), lb.shape.end() - 2);
   Strides sa = broadcast_strides(ba, Strides(la.strides.begin(), la.strides.end() - 2), batch);
   Strides sb = broadcast_strides(bb, Strides(lb.strides.begin(), lb.strides.end() - 2), batch);
   const int64_t sam = la.strides[ra - 2], sak = la.strides[ra - 1];

@@ -20,21 +20,13 @@ void run_matmul(RunEnv& env, const Instr& in) {
   if (a.dtype != b.dtype || a.dtype != in.dtype || a.layout.shape.empty() || b.layout.shape.empty())
     throw Error("cuda backend: matmul operands do not match the instruction");
   if (in.dtype == DType::kBool) throw Error("matmul: bool tensors are not supported");
-  Layout la = a.layout, lb = b.layout;
-  if (la.shape.size() == 1) {
-    la.shape.insert(la.shape.begin(), 1);
-    la.strides.insert(la.strides.begin(), 0);
-  }
-  if (lb.shape.size() == 1) {
-    lb.shape.push_back(1);
-    lb.strides.push_back(0);
-  }
+  absl::StatusOr<MatmulGeometry> geo = matmul_geometry(a.layout, b.layout);
+  if (!geo.ok()) throw Error(std::string(geo.status().message()));
+  Layout la = geo->a, lb = geo->b;  // replaced below when cuBLAS needs a contiguous copy
   const size_t ra = la.shape.size(), rb = lb.shape.size();
-  const int64_t m = la.shape[ra - 2], k = la.shape[ra - 1], n = lb.shape[rb - 1];
-  Shape ba(la.shape.begin(), la.shape.end() - 2), bb(lb.shape.begin(), lb.shape.end() - 2);
-  auto batch_or = broadcast_shapes("matmul", ba, bb);
-  if (!batch_or.ok()) throw Error(std::string(batch_or.status().message()));
-  const Shape batch = *batch_or;
+  const int64_t m = geo->m, k = geo->k, n = geo->n;
+  const Shape& batch = geo->batch;
+  const Shape ba(la.shape.begin(), la.shape.end() - 2), bb(lb.shape.begin(), lb.shape.end() - 2);
   const int64_t nb = numel(batch);
   DeviceData out = env.alloc(in.shape, in.dtype);
   const size_t es = dtype_size(in.dtype);
