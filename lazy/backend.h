@@ -18,6 +18,7 @@ namespace sloth::lazy {
 struct RunStats {
   int64_t kernels_launched = 0;
   int64_t bytes_allocated = 0;
+  int64_t row_blocked_steps = 0;  // steps run block by block over rows with their neighbours
 };
 
 class Executable {

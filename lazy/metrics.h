@@ -13,6 +13,7 @@ struct Counters {
   int64_t plan_cache_hits = 0;
   int64_t plan_cache_misses = 0;
   int64_t kernels_launched = 0;
+  int64_t row_blocked_steps = 0;  // kernel steps run row-blocked (CPU row groups)
   int64_t bytes_allocated = 0;
   int64_t nodes_executed = 0;   // IR nodes in executed graphs
   int64_t host_syncs = 0;       // item/to_vector/printing

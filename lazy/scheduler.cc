@@ -181,6 +181,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
   ++counters().graphs_executed;
   counters().kernels_launched += stats.kernels_launched;
+  counters().row_blocked_steps += stats.row_blocked_steps;
   counters().bytes_allocated += stats.bytes_allocated;
   counters().nodes_executed += static_cast<int64_t>(g.order.size());
 }

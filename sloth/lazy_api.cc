@@ -54,6 +54,7 @@ Metrics metrics() {
   m.plan_cache_hits = c.plan_cache_hits;
   m.plan_cache_misses = c.plan_cache_misses;
   m.kernels_launched = c.kernels_launched;
+  m.row_blocked_steps = c.row_blocked_steps;
   m.bytes_allocated = c.bytes_allocated;
   m.trace_s = c.trace_s;
   m.plan_s = c.plan_s;

@@ -24,6 +24,8 @@ struct Metrics {
   int64_t plan_cache_hits = 0;
   int64_t plan_cache_misses = 0;
   int64_t kernels_launched = 0;
+  int64_t row_blocked_steps = 0;  // CPU: steps run row block by row block with the steps
+                                  // around them, so intermediates stay in cache
   int64_t bytes_allocated = 0;   // bytes taken by kernels' outputs during runs
   double trace_s = 0, plan_s = 0, execute_s = 0;
   int64_t nodes_executed = 0;

@@ -1,5 +1,6 @@
 // Fusion: kernel counts of common programs (tinygrad's check_schedule style), the reasons the
 // planner gives when it does not fuse, and fused results against the unfused plan.
+#include <cmath>
 #include <regex>
 #include <string>
 #include <vector>
@@ -223,6 +224,73 @@ TEST(Fusion, MatmulEpilogueInPlaceIsCorrect) {
       for (int k = 0; k < 17; ++k) acc += double(xv[i * 17 + k]) * wv[k * 9 + j];
       EXPECT_NEAR(hv[i * 9 + j], std::max(acc, 0.0), 1e-4);
     }
+}
+
+// Row groups (CPU): softmax, log_softmax and layer_norm over [rows, cols] run their kernels
+// block by block over rows; results against float64 loops, and the steps counted as grouped.
+TEST(Fusion, RowGroupedNormalizationsMatchFloat64) {
+  const int R = 257, C = 300;  // 77k elements: grouped; 257 rows: blocks do not divide evenly
+  Tensor x = data({R, C}) * 4.0, w = data({C}), b = data({C});
+  sync({x});
+  reset_metrics();
+  Tensor sm = softmax(x, 1), ls = log_softmax(x, 1), ln = layer_norm(x, {C}, w, b);
+  sync({sm, ls, ln});
+  EXPECT_GE(metrics().row_blocked_steps, 6) << "the three normalizations ran row-grouped";
+  auto xv = x.to_vector<float>(), wv = w.to_vector<float>(), bv = b.to_vector<float>();
+  auto smv = sm.to_vector<float>(), lsv = ls.to_vector<float>(), lnv = ln.to_vector<float>();
+  for (int r = 0; r < R; ++r) {
+    const float* row = &xv[r * C];
+    double m = -INFINITY, s = 0, mean = 0, var = 0;
+    for (int c = 0; c < C; ++c) m = std::max(m, double(row[c]));
+    for (int c = 0; c < C; ++c) s += std::exp(row[c] - m), mean += row[c];
+    mean /= C;
+    for (int c = 0; c < C; ++c) var += (row[c] - mean) * (row[c] - mean);
+    var /= C;
+    for (int c = 0; c < C; ++c) {
+      const double p = std::exp(row[c] - m) / s;
+      ASSERT_NEAR(smv[r * C + c], p, 1e-6 + 1e-5 * p) << r << "," << c;
+      ASSERT_NEAR(lsv[r * C + c], std::log(p), 1e-4) << r << "," << c;
+      const double y = (row[c] - mean) / std::sqrt(var + 1e-5) * wv[c] + bv[c];
+      ASSERT_NEAR(lnv[r * C + c], y, 1e-4 * (1 + std::fabs(y))) << r << "," << c;
+    }
+  }
+}
+
+// Trailing-dim reductions of a 3-D input (standalone and with prologues) feeding broadcasts
+// back, grouped over dim 0; a reduction over dim 0 (not row-local) must not be grouped.
+TEST(Fusion, RowGroupedReductionsOverTrailingDims) {
+  const int A = 40, B = 30, C = 64;  // 76.8k elements
+  Tensor x = data({A, B, C});
+  sync({x});
+  Tensor mx = amax(x, {2}, true), mn = amin(x, {1, 2}, true);
+  Tensor y = (x - mx) * (x - mn) + sum(x * x, {2}, true) / prod(x * 0.01 + 1.0, {2}, true);
+  Tensor col = sum(x, {0}, true);  // over dim 0: every row block would need every row
+  Tensor z = x / (col + 100.0);
+  sync({y, z});
+  auto xv = x.to_vector<float>(), yv = y.to_vector<float>(), zv = z.to_vector<float>();
+  std::vector<double> colv(B * C, 0.0);
+  for (int a = 0; a < A; ++a)
+    for (int i = 0; i < B * C; ++i) colv[i] += xv[a * B * C + i];
+  for (int a = 0; a < A; ++a) {
+    double lo = INFINITY;
+    for (int i = 0; i < B * C; ++i) lo = std::min(lo, double(xv[a * B * C + i]));
+    for (int bb = 0; bb < B; ++bb) {
+      const float* row = &xv[(a * B + bb) * C];
+      double hi = -INFINITY, sq = 0, pr = 1;
+      for (int c = 0; c < C; ++c) {
+        hi = std::max(hi, double(row[c]));
+        sq += double(row[c]) * row[c];
+        pr *= double(float(row[c] * 0.01f) + 1.0f);
+      }
+      for (int c = 0; c < C; ++c) {
+        const int i = (a * B + bb) * C + c;
+        const double want = (row[c] - hi) * (row[c] - lo) + sq / pr;
+        ASSERT_NEAR(yv[i], want, 1e-4 * (1 + std::fabs(want))) << a << "," << bb << "," << c;
+        const double wz = row[c] / (colv[bb * C + c] + 100.0);
+        ASSERT_NEAR(zv[i], wz, 1e-5 * (1 + std::fabs(wz)));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -4,15 +4,19 @@
 // caching allocator. Registers itself for DeviceType::kCPU at static-init time.
 #include <algorithm>
 #include <atomic>
-#include <limits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
-#include "lazy/steps.h"
+#include "backends/cpu/thread_pool.h"
 #include "core/error.h"
+#include "lazy/steps.h"
 
 namespace sloth::cpu {
 
@@ -74,10 +78,19 @@ namespace {
 
 using lazy::StepKind;
 
+bool log_fusion() {
+  static const bool on = [] {
+    const char* v = std::getenv("SLOTH_LOG");
+    return v && (std::strstr(v, "fusion") || std::strcmp(v, "all") == 0);
+  }();
+  return on;
+}
+
 struct Step {
   StepKind kind;
   int32_t instr = -1;                        // single-instruction steps
-  std::unique_ptr<ElementwiseProgram> program;  // kElementwise and kFusedReduce
+  std::unique_ptr<ElementwiseProgram> program;  // kElementwise, kFusedReduce (and grouped kReduce)
+  std::vector<int32_t> instrs;               // kElementwise: the run; kFusedReduce: the prologue
   std::vector<int32_t> reads;                // slots read from outside the step
   // kView: the layouts of the last run (valid while the input layout repeats).
   mutable bool view_cached = false;
@@ -179,16 +192,41 @@ class CpuExecutable final : public lazy::Executable {
         d.dtype = owned[i].dtype;
       }
     }
-    for (size_t k = 0; k < steps_.size(); ++k) {
-      for (const Step& st : steps_[k]) {
-        for (int32_t r : st.reads)
-          if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
-            return absl::InternalError(absl::StrFormat(
-                "cpu backend: kernel %d reads slot %d before it is computed", k, r));
-        SLOTH_RETURN_IF_ERROR(execute(env, st));
+    auto check_reads = [&](const Step& st, size_t k) -> absl::Status {
+      for (int32_t r : st.reads)
+        if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
+          return absl::InternalError(absl::StrFormat(
+              "cpu backend: kernel %d reads slot %d before it is computed", k, r));
+      return absl::OkStatus();
+    };
+    for (const Op& op : ops_) {
+      switch (op.kind) {
+        case Op::kStep: {
+          const Step& st = steps_[op.k][op.i];
+          SLOTH_RETURN_IF_ERROR(check_reads(st, op.k));
+          SLOTH_RETURN_IF_ERROR(execute(env, st));
+          break;
+        }
+        case Op::kGroup: {
+          const RowGroup& g = groups_[op.group];
+          env.stats->row_blocked_steps += static_cast<int64_t>(g.steps.size());
+          for (const auto& [k, i] : g.steps) {
+            SLOTH_RETURN_IF_ERROR(check_reads(steps_[k][i], k));
+            SLOTH_RETURN_IF_ERROR(steps_[k][i].program->begin_rows(env));
+          }
+          parallel_for(g.rows, g.block_rows, [&](int64_t lo, int64_t hi) {
+            for (int64_t r0 = lo; r0 < hi; r0 += g.block_rows) {
+              const int64_t r1 = std::min(hi, r0 + g.block_rows);
+              for (const auto& [k, i] : g.steps) steps_[k][i].program->run_rows(r0, r1);
+            }
+          });
+          break;
+        }
+        case Op::kEndKernel:
+          if (!steps_[op.k].empty()) ++env.stats->kernels_launched;
+          for (int32_t s : release_[op.k]) env.vals[s].storage.reset();
+          break;
       }
-      if (!steps_[k].empty()) ++env.stats->kernels_launched;
-      for (int32_t s : release_[k]) env.vals[s].storage.reset();
     }
     outputs->clear();
     outputs->reserve(plan_.outputs.size());
@@ -293,13 +331,155 @@ class CpuExecutable final : public lazy::Executable {
           st.program = compile_elementwise(plan_, ps.instrs, ps.materialize, opt);
         }
         st.reads = std::move(ps.reads);
+        st.instrs = std::move(ps.instrs);
         steps_[k].push_back(std::move(st));
       }
+    find_row_groups();
   }
+
+  // Row groups: consecutive steps that all loop over the same rows (dim 0) and read what an
+  // earlier one of them wrote only row by row run block by block: for each block of rows
+  // every step runs before the next block starts, so a step's output is still in cache when
+  // the next step reads it (softmax: max, exp-sum and divide read x from memory once).
+  // Standalone reductions over trailing dims join as programs without a prologue.
+  // SLOTH_ROW_GROUPS=0 turns this off.
+  void find_row_groups() {
+    static const bool enabled = [] {
+      const char* v = std::getenv("SLOTH_ROW_GROUPS");
+      return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    std::vector<std::pair<size_t, size_t>> flat;
+    for (size_t k = 0; k < steps_.size(); ++k)
+      for (size_t i = 0; i < steps_[k].size(); ++i) flat.emplace_back(k, i);
+    std::vector<int> group_of(flat.size(), -1);
+    if (enabled) {
+      // Standalone reductions as programs; they replace the reduce kernel only if grouped.
+      std::map<const Step*, std::unique_ptr<ElementwiseProgram>> as_program;
+      auto program_of = [&](const Step& st) -> const ElementwiseProgram* {
+        if (st.program) return st.program.get();
+        auto it = as_program.find(&st);
+        return it == as_program.end() ? nullptr : it->second.get();
+      };
+      // The rows a step loops over, or -1 when it cannot run row by row.
+      auto rows_of = [&](Step& st) -> int64_t {
+        if (st.kind == StepKind::kReduce && !as_program.count(&st)) {
+          const Instr& in = plan_.instrs[st.instr];
+          const lazy::Slot& x = plan_.slots[in.in[0]];
+          if ((in.op != OpId::kSum && in.op != OpId::kProd && in.op != OpId::kAmax &&
+               in.op != OpId::kAmin) ||
+              x.kind == SlotKind::kScalar || x.shape.size() < 2)
+            return -1;
+          ProgramOptions opt;
+          opt.reduce = &in;
+          auto prog = compile_elementwise(plan_, {}, {}, opt);
+          // The reduced dims must be the trailing ones (one contiguous stretch per output).
+          const int64_t nd = static_cast<int64_t>(x.shape.size());
+          std::vector<int64_t> dims(in.attrs.dims.begin(), in.attrs.dims.end());
+          std::sort(dims.begin(), dims.end());
+          for (size_t j = 0; j < dims.size(); ++j)
+            if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return -1;
+          as_program[&st] = std::move(prog);
+        }
+        const ElementwiseProgram* prog = program_of(st);
+        if (!prog || !prog->row_blockable()) return -1;
+        return prog->loop_shape()[0];
+      };
+      auto written = [&](const Step& st, std::vector<int32_t>* out) {
+        for (const auto& sl : slots_written(st)) out->push_back(sl);
+      };
+      size_t start = 0;
+      while (start < flat.size()) {
+        Step& first = steps_[flat[start].first][flat[start].second];
+        const int64_t rows = rows_of(first);
+        if (rows < 2) {
+          ++start;
+          continue;
+        }
+        std::vector<int32_t> produced;
+        written(first, &produced);
+        size_t end = start + 1;
+        bool linked = false;
+        for (; end < flat.size(); ++end) {
+          Step& st = steps_[flat[end].first][flat[end].second];
+          if (rows_of(st) != rows) break;
+          const Shape& loop = program_of(st)->loop_shape();
+          bool ok = true;
+          for (int32_t r : st.reads) {
+            if (std::find(produced.begin(), produced.end(), r) == produced.end()) continue;
+            const Shape& rs = plan_.slots[r].shape;
+            ok = ok && rs.size() == loop.size() && rs[0] == rows;
+            linked = true;
+          }
+          if (!ok) break;
+          written(st, &produced);
+        }
+        int64_t inner = 1;  // elements per row of the largest loop space
+        for (size_t j = start; j < end; ++j)
+          inner = std::max(inner, numel(program_of(steps_[flat[j].first][flat[j].second])->loop_shape()) / rows);
+        if (end - start >= 2 && linked && rows * inner >= kRowGroupMinElems) {
+          RowGroup g;
+          g.rows = rows;
+          for (size_t j = start; j < end; ++j) {
+            g.steps.push_back(flat[j]);
+            group_of[j] = static_cast<int>(groups_.size());
+            Step& st = steps_[flat[j].first][flat[j].second];
+            if (!st.program) st.program = std::move(as_program[&st]);
+          }
+          g.block_rows = std::max<int64_t>(1, kRowBlockElems / inner);
+          if (log_fusion())
+            std::fprintf(stderr,
+                         "[sloth fusion] row group: %zu steps of kernels %zu..%zu over %lld rows, "
+                         "%lld rows per block\n",
+                         g.steps.size(), g.steps.front().first, g.steps.back().first,
+                         static_cast<long long>(rows), static_cast<long long>(g.block_rows));
+          groups_.push_back(std::move(g));
+        }
+        start = end;
+      }
+    }
+    // The run order: steps, groups (at their first step), and kernel ends (releases).
+    int last_group = -1;
+    size_t j = 0;
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      for (size_t i = 0; i < steps_[k].size(); ++i, ++j) {
+        if (group_of[j] < 0) {
+          ops_.push_back({Op::kStep, k, i});
+        } else if (group_of[j] != last_group) {
+          last_group = group_of[j];
+          ops_.push_back({Op::kGroup, k, i, group_of[j]});
+        }
+      }
+      ops_.push_back({Op::kEndKernel, k, 0});
+    }
+  }
+
+  // Slots a step writes (row groups check that later steps read them row by row).
+  std::vector<int32_t> slots_written(const Step& st) const {
+    std::vector<int32_t> w;
+    for (int32_t i : st.instrs) w.push_back(plan_.instrs[i].out);
+    if (st.instr >= 0) w.push_back(plan_.instrs[st.instr].out);
+    return w;
+  }
+
+  // Row groups (find_row_groups): loop spaces at least this large, blocks of about this
+  // many elements per step (a few such arrays stay in a core's L2).
+  static constexpr int64_t kRowGroupMinElems = 1 << 16;
+  static constexpr int64_t kRowBlockElems = 1 << 14;
+  struct RowGroup {
+    std::vector<std::pair<size_t, size_t>> steps;  // (kernel, step) in run order
+    int64_t rows = 0, block_rows = 1;
+  };
+  struct Op {
+    enum Kind : uint8_t { kStep, kGroup, kEndKernel } kind;
+    size_t k = 0, i = 0;
+    int group = -1;
+  };
 
   Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable
   std::vector<std::vector<Step>> steps_;
   std::vector<std::vector<int32_t>> release_;
+  std::vector<RowGroup> groups_;
+  std::vector<Op> ops_;  // what run_bound does, in order
   std::vector<int32_t> input_slots_;
   int32_t max_input_ = -1, max_scalar_ = -1;
   Env env_;  // per-run slot table, reused

@@ -12,12 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <map>
 #include <type_traits>
 
 #include "absl/container/inlined_vector.h"
-#include <limits>
-#include <map>
-
 #include "absl/strings/str_format.h"
 #define SLOTH_EW_TABLE op_table_base
 #include "backends/cpu/ew_codegen.h"
@@ -27,6 +26,7 @@
 #include "backends/cpu/minmax.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/error.h"
 
 namespace sloth::cpu {
 namespace ew {
@@ -262,10 +262,11 @@ class Program final : public ElementwiseProgram {
 
   Program(const Plan& plan, const std::vector<int32_t>& instrs,
           const std::vector<int32_t>& materialize, const ProgramOptions& opt) {
-    shape_ = plan.instrs[instrs.back()].shape;
     if (opt.reduce) {
       red_ = *opt.reduce;
       shape_ = plan.slots[red_.in[0]].shape;
+    } else {
+      shape_ = plan.instrs[instrs.back()].shape;
     }
     std::map<int, int> internal;                       // slot -> value
     std::map<std::pair<int, DType>, int> loaded;       // (slot, dtype) -> value
@@ -342,8 +343,20 @@ class Program final : public ElementwiseProgram {
     }
     if (opt.reduce) {
       auto it = internal.find(red_.in[0]);
-      if (it == internal.end()) error_ = "cpu backend: fused reduction input is not in its prologue";
-      else sink_ = it->second;
+      if (it != internal.end()) {
+        sink_ = it->second;
+      } else if (instrs.empty() && plan.slots[red_.in[0]].kind != lazy::SlotKind::kScalar) {
+        // A reduction with no prologue: its input is read from memory tile by tile.
+        const int slot = red_.in[0];
+        const int lv = new_val(plan.slots[slot].dtype);
+        exts_.push_back({slot, plan.slots[slot].dtype, lv});
+        Step ls{Kind::kLoad, lv};
+        ls.ext = static_cast<int>(exts_.size()) - 1;
+        steps_.push_back(ls);
+        sink_ = lv;
+      } else {
+        error_ = "cpu backend: fused reduction input is not in its prologue";
+      }
     }
     // In-place candidates: operands dead after this program whose buffer an output may take
     // over. Safe only if every step reading the operand runs no later than the step that
@@ -393,54 +406,41 @@ class Program final : public ElementwiseProgram {
       std::atomic<bool>* f;
       ~Unbusy() { if (f) f->store(false, std::memory_order_release); }
     } unbusy{mine ? &busy_ : nullptr};
+    SLOTH_RETURN_IF_ERROR(prepare(env, b));
     const int64_t n = n_;
-    b.donated.assign(exts_.size(), 0);
-    b.outp.resize(outs_.size());
-    for (size_t o = 0; o < outs_.size(); ++o) {
-      const DType t = vals_[outs_[o].val].dtype;
-      bool done = false;
-      for (const Donor& d : donors_) {
-        if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
-        const DeviceData& x = env.get(exts_[d.ext].slot);
-        if (x.dtype != t || x.storage->use_count() != 1 || x.layout.shape != shape_ ||
-            !x.is_contiguous() || x.numel() != n)
-          continue;
-        b.donated[d.ext] = 1;
-        env.set_view(outs_[o].slot, x);  // shares the storage; the slot is released after this kernel
-        done = true;
-        break;
-      }
-      if (!done) env.alloc_to(outs_[o].slot, shape_, t);
-      b.outp[o] = ptr(env.vals[outs_[o].slot]);
-    }
-    if (n > 0) {
-      bool hit = b.valid;
-      for (size_t e = 0; e < exts_.size() && hit; ++e) {
-        const DeviceData& x = env.get(exts_[e].slot);
-        hit = x.dtype == b.key_dtype[e] && x.layout.shape == b.key_shape[e] &&
-              x.layout.strides == b.key_strides[e];
-      }
-      if (!hit) rebind(env, b);
-      TileFn compiled = jit_fn(n);
-      if (compiled != nullptr) jit::note_compiled_run();
-      for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
-      b.cv.resize(consts_.size());
-      for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
-      if (sink_ >= 0) {
-        absl::Status st = run_reduce(env, n, b, compiled);
-        if (!st.ok()) return st;
-      } else if (n >= kParallelThreshold) {
-        parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
-          run_chunk<NoSink>(lo, hi, b, nullptr, compiled);
-        });
-      } else {
-        run_chunk<NoSink>(0, n, b, nullptr, compiled);
-      }
-    } else if (sink_ >= 0) {
-      absl::Status st = run_reduce(env, 0, b, nullptr);
-      if (!st.ok()) return st;
+    if (sink_ >= 0) return run_reduce(n, b, -1, -1);
+    if (n >= kParallelThreshold) {
+      parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
+        run_chunk<NoSink>(lo, hi, b, nullptr, b.jit);
+      });
+    } else if (n > 0) {
+      run_chunk<NoSink>(0, n, b, nullptr, b.jit);
     }
     return absl::OkStatus();
+  }
+
+  const Shape& loop_shape() const override { return shape_; }
+  bool row_blockable() const override {
+    if (!error_.empty() || shape_.size() < 2 || n_ == 0) return false;
+    if (sink_ < 0) return true;
+    // A reduction over trailing dims that keeps dim 0: each row of dim 0 reduces on its own.
+    return !red_.attrs.dims.empty() &&
+           *std::min_element(red_.attrs.dims.begin(), red_.attrs.dims.end()) >= 1;
+  }
+  absl::Status begin_rows(Env& env) const override {
+    if (!error_.empty()) return absl::InternalError(error_);
+    // No donation: another step of the group may still read the donor's rows of later
+    // blocks through a layout that is not row-aligned with this loop.
+    return prepare(env, bind_, /*donate=*/false);
+  }
+  void run_rows(int64_t r0, int64_t r1) const override {
+    if (sink_ >= 0) {
+      const int64_t per_row = numel(red_.shape) / shape_[0];  // reduced outputs per row
+      run_reduce(n_, bind_, r0 * per_row, r1 * per_row).IgnoreError();  // checked in prepare
+    } else {
+      const int64_t inner = n_ / shape_[0];
+      run_chunk<NoSink>(r0 * inner, r1 * inner, bind_, nullptr, bind_.jit);
+    }
   }
 
  private:
@@ -465,10 +465,61 @@ class Program final : public ElementwiseProgram {
     std::vector<double> cv;
     std::vector<char*> outp;
     std::vector<char> donated;
+    TileFn jit = nullptr;      // the compiled tile kernel for this run, if ready
+    char* red_out = nullptr;   // the fused reduction's output
   };
   struct NoSink {
     void operator()(const void*, int64_t, int64_t) {}
   };
+
+  // Outputs allocated (or donated buffers taken over), operands bound, scalars read, the
+  // reduction's output allocated: everything a run needs before its loops.
+  absl::Status prepare(Env& env, Bind& b, bool donate = true) const {
+    const int64_t n = n_;
+    b.donated.assign(exts_.size(), 0);
+    b.outp.resize(outs_.size());
+    for (size_t o = 0; o < outs_.size(); ++o) {
+      const DType t = vals_[outs_[o].val].dtype;
+      bool done = false;
+      for (const Donor& d : donors_) {
+        if (!donate) break;
+        if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
+        const DeviceData& x = env.get(exts_[d.ext].slot);
+        if (x.dtype != t || x.storage->use_count() != 1 || x.layout.shape != shape_ ||
+            !x.is_contiguous() || x.numel() != n)
+          continue;
+        b.donated[d.ext] = 1;
+        env.set_view(outs_[o].slot, x);  // shares the storage; the slot is released after this kernel
+        done = true;
+        break;
+      }
+      if (!done) env.alloc_to(outs_[o].slot, shape_, t);
+      b.outp[o] = ptr(env.vals[outs_[o].slot]);
+    }
+    b.jit = nullptr;
+    if (n > 0) {
+      bool hit = b.valid;
+      for (size_t e = 0; e < exts_.size() && hit; ++e) {
+        const DeviceData& x = env.get(exts_[e].slot);
+        hit = x.dtype == b.key_dtype[e] && x.layout.shape == b.key_shape[e] &&
+              x.layout.strides == b.key_strides[e];
+      }
+      if (!hit) rebind(env, b);
+      b.jit = jit_fn(n);
+      if (b.jit != nullptr) jit::note_compiled_run();
+      for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
+      b.cv.resize(consts_.size());
+      for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
+    }
+    if (sink_ >= 0) {
+      const int64_t kn = numel(red_.shape);
+      if (kn > 0 && n == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: cannot reduce over an empty dim (no identity)", op_name(red_.op)));
+      b.red_out = ptr(env.alloc_to(red_.out, red_.shape, red_.dtype));
+    }
+    return absl::OkStatus();
+  }
 
   void rebind(Env& env, Bind& b) const {
     const size_t ne = exts_.size();
@@ -507,24 +558,23 @@ class Program final : public ElementwiseProgram {
   // row-major order, and each tile of the reduced value goes straight into accumulators (no
   // intermediate buffer). The reduced dims are the trailing ones (the planner checks), so
   // each output owns one contiguous stretch of rn elements of that order.
-  absl::Status run_reduce(Env& env, int64_t n, const Bind& b, TileFn jit) const {
+  // The fused reduction over all outputs (row_lo < 0, split over threads when large) or over
+  // outputs [row_lo, row_hi) on this thread.
+  absl::Status run_reduce(int64_t n, const Bind& b, int64_t row_lo, int64_t row_hi) const {
     const int64_t kn = numel(red_.shape);
     const int64_t rn = kn == 0 ? 0 : n / kn;
-    if (kn > 0 && rn == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: cannot reduce over an empty dim (no identity)", op_name(red_.op)));
-    DeviceData& out = env.alloc_to(red_.out, red_.shape, red_.dtype);
     const DType vt = vals_[sink_].dtype;
     absl::Status st = absl::OkStatus();
     visit_dtype(vt, [&](auto vz) {
       using T = decltype(vz);
       visit_dtype(red_.dtype, [&](auto oz) {
         using O = decltype(oz);
+        O* o = reinterpret_cast<O*>(b.red_out);
         switch (red_.op) {
-          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, b, out, jit); break;
-          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, b, out, jit); break;
-          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, b, out, jit); break;
-          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, b, out, jit); break;
+          case OpId::kSum: reduce_as<T, O, SumAcc<T>>(n, kn, rn, b, o, row_lo, row_hi); break;
+          case OpId::kProd: reduce_as<T, O, ProdAcc<T>>(n, kn, rn, b, o, row_lo, row_hi); break;
+          case OpId::kAmax: reduce_as<T, O, MaxAcc<T>>(n, kn, rn, b, o, row_lo, row_hi); break;
+          case OpId::kAmin: reduce_as<T, O, MinAcc<T>>(n, kn, rn, b, o, row_lo, row_hi); break;
           default: st = absl::InternalError("cpu backend: unsupported fused reduction");
         }
       });
@@ -533,10 +583,10 @@ class Program final : public ElementwiseProgram {
   }
 
   template <typename T, typename O, typename Acc>
-  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, DeviceData& out,
-                 TileFn jit) const {
+  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, O* o, int64_t row_lo,
+                 int64_t row_hi) const {
     using A = typename Acc::A;
-    O* o = out.data<O>();
+    const TileFn jit = b.jit;
     if (kn == 0) return;
     if (rn == 0) {
       for (int64_t i = 0; i < kn; ++i) o[i] = static_cast<O>(Acc::init());
@@ -594,7 +644,9 @@ class Program final : public ElementwiseProgram {
       Rows sink{o, rn, rb, Acc::init(), rn};
       run_chunk<Rows>(rb * rn, re * rn, b, &sink, jit);
     };
-    if (n >= kParallelThreshold)
+    if (row_lo >= 0)
+      body(row_lo, row_hi);
+    else if (n >= kParallelThreshold)
       parallel_for(kn, std::max<int64_t>(1, (kTile * 8 + rn - 1) / rn), body);
     else
       body(0, kn);

@@ -62,6 +62,15 @@ class ElementwiseProgram {
  public:
   virtual ~ElementwiseProgram() = default;
   virtual absl::Status run(Env& env) const = 0;
+
+  // Row-blocked runs (cpu_backend.cc runs several programs over the same rows block by block,
+  // so what one writes is still in cache when the next reads it): the loop space, whether
+  // each row of its dim 0 can run on its own (no reduction over dim 0), then begin_rows once
+  // per run and run_rows for each block of rows [r0, r1) of dim 0 (any thread).
+  virtual const Shape& loop_shape() const = 0;
+  virtual bool row_blockable() const = 0;
+  virtual absl::Status begin_rows(Env& env) const = 0;
+  virtual void run_rows(int64_t r0, int64_t r1) const = 0;
 };
 struct ProgramOptions {
   // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is
@@ -71,8 +80,9 @@ struct ProgramOptions {
   // when the layouts match and nothing else references the storage.
   std::vector<int32_t> donatable;
 };
-// `instrs`: indices into plan.instrs, all elementwise with the same shape. `materialize`:
-// slots among their outputs that must be written to memory.
+// `instrs`: indices into plan.instrs, all elementwise with the same shape (may be empty with
+// options.reduce: a reduction reading its input from memory). `materialize`: slots among
+// their outputs that must be written to memory.
 std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
                                                         const std::vector<int32_t>& instrs,
                                                         const std::vector<int32_t>& materialize,
