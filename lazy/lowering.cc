@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "lazy/cse.h"
 #include "lazy/fusion.h"
 #include "lazy/scheduler.h"
 
@@ -46,6 +47,7 @@ Plan lower(const Graph& g) {
     p.instrs.push_back(std::move(in));
   }
   for (const Node* r : g.roots) p.outputs.push_back(slot_of(r));
+  eliminate_common_subexpressions(p);
   return p;
 }
 

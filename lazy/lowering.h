@@ -7,6 +7,7 @@
 
 namespace sloth::lazy {
 
+// Also merges repeated instructions (lazy/cse.h).
 Plan lower(const Graph& graph);
 
 // Groups instructions into kernels. Every decision that says no has a reason, printed with

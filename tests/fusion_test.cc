@@ -1,5 +1,6 @@
 // Fusion: kernel counts of common programs (tinygrad's check_schedule style), the reasons the
 // planner gives when it does not fuse, and fused results against the unfused plan.
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <string>
@@ -291,6 +292,41 @@ TEST(Fusion, RowGroupedReductionsOverTrailingDims) {
       }
     }
   }
+}
+
+TEST(Fusion, CommonSubexpressionsAreComputedOnce) {
+  Tensor a = data({8, 5}), b = data({8, 5});
+  Tensor y = exp(a * b) + exp(b * a);  // commutative operands in either order
+  const std::string plan = dump_plan({y});
+  EXPECT_EQ(std::count(plan.begin(), plan.end(), '='), 3) << plan;  // mul, exp, add
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>(), yv = y.to_vector<float>();
+  for (size_t i = 0; i < av.size(); ++i)
+    EXPECT_FLOAT_EQ(yv[i], 2 * std::exp(av[i] * bv[i]));
+  // d(x*x)/dx = g*x + g*x: autograd's repeat is merged too.
+  Tensor x = data({6}).requires_grad_();
+  Tensor g = autograd::grad({(x * x).sum()}, {x}, {}, false, true)[0];
+  const std::string gp = dump_plan({g});
+  size_t muls = 0;
+  for (size_t at = gp.find("=mul("); at != std::string::npos; at = gp.find("=mul(", at + 1)) ++muls;
+  EXPECT_EQ(muls, 1u) << gp;
+  auto xv = x.to_vector<float>(), gv = g.to_vector<float>();
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_FLOAT_EQ(gv[i], 2 * xv[i]);
+}
+
+TEST(Fusion, MergedOutputsStayIndependentTensors) {
+  Tensor a = data({4});
+  Tensor y1 = a + 1.0, y2 = a + 1.0;  // the same value, computed once
+  sync({y1, y2});
+  auto v2 = y2.to_vector<float>();
+  y1.mul_(10.0);  // writing one must not change the other
+  auto v1 = y1.to_vector<float>(), w2 = y2.to_vector<float>();
+  for (size_t i = 0; i < v2.size(); ++i) {
+    EXPECT_FLOAT_EQ(w2[i], v2[i]);
+    EXPECT_FLOAT_EQ(v1[i], v2[i] * 10);
+  }
+  // Random draws are never merged: two randn calls give different numbers.
+  Tensor r1 = randn({64}), r2 = randn({64});
+  EXPECT_NE(r1.to_vector<float>(), r2.to_vector<float>());
 }
 
 }  // namespace
