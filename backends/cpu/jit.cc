@@ -42,7 +42,9 @@ const char* const kFlags[] = {"-std=c++20",        "-O3",    "-mavx2",  "-mfma",
 // and SLOTH_JIT_ISA does not say avx2 (the results are the same: every op is an IEEE basic
 // operation or the same libm call, whatever the vector width).
 const std::vector<std::string>& flags() {
-  static const std::vector<std::string> f = [] {
+  // Never destroyed (here and below): the detached compiler thread may still use them while
+  // static destructors run at exit.
+  static const auto& f = *new std::vector<std::string>([] {
     std::vector<std::string> f(std::begin(kFlags), std::end(kFlags));
     const char* isa = std::getenv("SLOTH_JIT_ISA");
     __builtin_cpu_init();
@@ -52,7 +54,7 @@ const std::vector<std::string>& flags() {
       f.insert(f.end(), {"-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
                          "-mprefer-vector-width=512"});
     return f;
-  }();
+  }());
   return f;
 }
 
@@ -82,7 +84,7 @@ struct Compiler {
   std::string path, id, error;
 };
 const Compiler& compiler() {
-  static const Compiler c = [] {
+  static const auto& c = *new Compiler([] {
     Compiler c;
     std::vector<std::string> names;
     if (const char* v = std::getenv("SLOTH_JIT_CXX"); v && *v) names = {v};
@@ -107,7 +109,7 @@ const Compiler& compiler() {
     c.error = absl::StrFormat("no C++ compiler found (tried %s; set SLOTH_JIT_CXX)",
                               absl::StrJoin(names, ", "));
     return c;
-  }();
+  }());
   return c;
 }
 
@@ -125,7 +127,7 @@ bool make_dirs(const std::string& path) {
 }
 
 const std::string& cache_dir() {
-  static const std::string dir = [] {
+  static const auto& dir = *new std::string([] {
     std::vector<std::string> cands;
     if (const char* v = std::getenv("SLOTH_JIT_DIR"); v && *v) cands.push_back(v);
     if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v)
@@ -135,7 +137,7 @@ const std::string& cache_dir() {
     for (const std::string& d : cands)
       if (make_dirs(d)) return d;
     return std::string();
-  }();
+  }());
   return dir;
 }
 
