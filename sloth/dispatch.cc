@@ -261,7 +261,7 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   // The out-of-place op reads a snapshot of self: same value node and history, but its own
   // alias group, so values saved for backward keep their version when self is overwritten
   // (PyTorch saves `original_self` for the same reason).
-  std::vector<Tensor> operands(in.begin(), in.end());
+  absl::InlinedVector<Tensor, 3> operands(in.begin(), in.end());
   operands[0] = snapshot(self);
   Tensor r = inplace_result(op, operands);
   const bool track = grad_mode && (autograd::requires_grad(*r.impl()) || autograd::requires_grad(si) ||

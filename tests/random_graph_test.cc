@@ -3,6 +3,7 @@
 // strided inputs, several outputs per graph) run through sloth as ONE graph each (so the
 // fusion pass and the fused CPU kernels see them whole) and are compared with the
 // double-precision reference kernels op by op.
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -177,6 +178,47 @@ TEST(RandomGraphs, FusedResultsMatchReference) {
     }
   }
   EXPECT_GT(compared, kGraphs);
+}
+
+// Row-local reductions broadcast back (the softmax / layer_norm shape) over large [rows, cols]
+// inputs: the CPU backend runs such kernel sequences as row groups, block by block; every
+// result against the reference.
+TEST(RandomGraphs, RowGroupedChainsMatchReference) {
+  reset_metrics();
+  int compared = 0;
+  for (int g = 0; g < 40; ++g) {
+    Gen gen(70000 + g);
+    const DType dt = gen.coin(0.7) ? DType::kFloat32 : DType::kFloat64;
+    const Shape shape = {gen.uni(70, 160), gen.uni(900, 1100)};  // >= 64k elements
+    Val x = gen.input(shape, dt), v = x;
+    std::vector<Val> outs;
+    const int steps = gen.uni(2, 5);
+    for (int s = 0; s < steps; ++s) {
+      static const OpId red[] = {OpId::kSum, OpId::kAmax, OpId::kAmin};
+      static const OpId bin[] = {OpId::kAdd, OpId::kSub, OpId::kMul, OpId::kMaximum};
+      Attrs a;
+      a.dims = {1};
+      a.flag = true;  // keepdim: [rows, 1], broadcast back over the row
+      const OpId op = red[gen.uni(0, 2)];
+      Val r = gen.apply(op, {gen.coin() ? v : gen.apply(OpId::kTanh, {v})}, a);
+      if (op == OpId::kSum) r = gen.apply(OpId::kMul, {r, gen.scalar(1.0 / 1024, dt)});  // a mean
+      v = gen.apply(bin[gen.uni(0, 3)], {gen.coin() ? v : x, r});
+      if (gen.coin(0.3)) v = gen.apply(OpId::kSigmoid, {v});
+      if (gen.coin(0.3)) outs.push_back(r);
+    }
+    outs.push_back(v);
+    std::vector<Tensor> ts;
+    for (const Val& o : outs) ts.push_back(o.t);
+    sync(ts);
+    for (const Val& o : outs) {
+      std::string diff = compare(o.r, to_ref(o.t), 2e-4);
+      ASSERT_EQ(diff, "") << "graph " << g << "\n" << dump_plan({o.t});
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 40);
+  EXPECT_GE(metrics().row_blocked_steps, 80) << "most graphs ran as row groups";
+  std::printf("row-blocked steps: %lld\n", static_cast<long long>(metrics().row_blocked_steps));
 }
 
 }  // namespace

@@ -13,13 +13,19 @@ int main(int argc, char** argv) {
   sloth_bench::Mlp mlp({32, 64, 64, 1});
   Tensor x = randn({16, 32}), y = randn({16, 1});
   mark_step();
-  double t_trace = 0, t_sync = 0, t_item = 0;
+  double t_trace = 0, t_sync = 0, t_item = 0, t_fwd = 0, t_bwd = 0;
   for (int s = 0; s < steps; ++s) {
     auto t0 = Clock::now();
     Tensor loss = mse_loss(mlp.forward(x), y);
+    auto ta = Clock::now();
     loss.backward();
+    auto tb = Clock::now();
     mlp.sgd_step();
     auto t1 = Clock::now();
+    if (s >= steps / 10) {
+      t_fwd += std::chrono::duration<double, std::micro>(ta - t0).count();
+      t_bwd += std::chrono::duration<double, std::micro>(tb - ta).count();
+    }
     mark_step();
     auto t2 = Clock::now();
     volatile double l = loss.item();
@@ -32,6 +38,7 @@ int main(int argc, char** argv) {
     }
   }
   int n = steps - steps / 10;
-  std::printf("per step: trace %.1f us, mark_step %.1f us, item %.1f us\n%s\n", t_trace / n, t_sync / n,
-              t_item / n, metrics().to_string().c_str());
+  std::printf("per step: trace %.1f us (forward %.1f, backward %.1f, optimizer %.1f), mark_step %.1f us, "
+              "item %.1f us\n%s\n", t_trace / n, t_fwd / n, t_bwd / n, (t_trace - t_fwd - t_bwd) / n,
+              t_sync / n, t_item / n, metrics().to_string().c_str());
 }
