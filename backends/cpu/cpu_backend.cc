@@ -209,6 +209,13 @@ class CpuExecutable final : public lazy::Executable {
         }
         case Op::kGroup: {
           const RowGroup& g = groups_[op.group];
+          if (!mine) {  // a concurrent run: the programs' shared bind state is in use
+            for (const auto& [k, i] : g.steps) {
+              SLOTH_RETURN_IF_ERROR(check_reads(steps_[k][i], k));
+              SLOTH_RETURN_IF_ERROR(execute(env, steps_[k][i]));
+            }
+            break;
+          }
           env.stats->row_blocked_steps += static_cast<int64_t>(g.steps.size());
           for (const auto& [k, i] : g.steps) {
             SLOTH_RETURN_IF_ERROR(check_reads(steps_[k][i], k));
