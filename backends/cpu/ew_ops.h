@@ -44,13 +44,32 @@ template <typename T> inline T ipow(T base, T exp) {
     if (base == -1) return (exp % 2 == 0) ? 1 : -1;
     return 0;
   }
-  T r = 1;
+  // In unsigned arithmetic: overflow wraps (as PyTorch's integer pow does) instead of being
+  // undefined, and the base is not squared past the last bit.
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = static_cast<U>(base);
   while (exp) {
-    if (exp & 1) r = static_cast<T>(r * base);
-    base = static_cast<T>(base * base);
+    if (exp & 1) r = static_cast<U>(r * b);
     exp >>= 1;
+    if (exp) b = static_cast<U>(b * b);
   }
-  return r;
+  return static_cast<T>(r);
+}
+
+// Integer add/sub/mul/neg wrap on overflow (two's complement, as in PyTorch) without undefined
+// behaviour: computed in the unsigned type of the same width.
+template <typename T> inline constexpr bool kWrapInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T> inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+template <typename T> inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+}
+template <typename T> inline T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
 }
 
 // exp for float32 that the compiler vectorizes (libm's expf is a call per element: softmax
@@ -87,7 +106,10 @@ inline float vexpf(float x) {
 template <OpId op, typename T> inline T unary(T x) {
   using F = std::conditional_t<kFloat<T>, T, double>;
   F f = static_cast<F>(x);
-  if constexpr (op == OpId::kNeg) return static_cast<T>(-x);
+  if constexpr (op == OpId::kNeg) {
+    if constexpr (kWrapInt<T>) return wrap_sub(T(0), x);
+    else return static_cast<T>(-x);
+  }
   else if constexpr (op == OpId::kAbs) {
     if constexpr (std::is_same_v<T, bool>) return x;
     else if constexpr (kFloat<T>) return std::fabs(x);
@@ -137,11 +159,16 @@ template <OpId op, typename T> inline T unary(T x) {
 template <OpId op, typename T> inline T binary(T a, T b) {
   if constexpr (op == OpId::kAdd) {
     if constexpr (std::is_same_v<T, bool>) return a || b;
+    else if constexpr (kWrapInt<T>) return wrap_add(a, b);
     else return static_cast<T>(a + b);
   }
-  else if constexpr (op == OpId::kSub) return static_cast<T>(a - b);
+  else if constexpr (op == OpId::kSub) {
+    if constexpr (kWrapInt<T>) return wrap_sub(a, b);
+    else return static_cast<T>(a - b);
+  }
   else if constexpr (op == OpId::kMul) {
     if constexpr (std::is_same_v<T, bool>) return a && b;
+    else if constexpr (kWrapInt<T>) return wrap_mul(a, b);
     else return static_cast<T>(a * b);
   }
   else if constexpr (op == OpId::kDiv) {
