@@ -54,7 +54,8 @@ Tensor softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   Tensor m = amax(x, {a.i0}, true).detach();
   Tensor e = exp(x - m);
-  return e / sum(e, {a.i0}, true);
+  // Scaled by the reciprocal of the sum, as ATen's CPU kernel does: one division per row.
+  return e * reciprocal(sum(e, {a.i0}, true));
 }
 
 Tensor log_softmax_impl(In in, const Attrs& a) {
