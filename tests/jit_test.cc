@@ -3,6 +3,7 @@
 // in-place donation, each compared bit for bit with the tile interpreter running the same
 // cached plan, plus the compiler driver (disk cache, errors).
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -106,6 +107,24 @@ TEST(Jit, IntegerDtypesAndCasts) {
                                maximum(i, j), abs(i), -j,          sign(i), i > j,
                                f + j,        (f * 10).to(kInt32) * j, logical_or(j.to(kBool), i > 0)};
   });
+}
+
+// Integer overflow wraps (two's complement), as in PyTorch: int32 2^30 * 4 == 0,
+// INT32_MAX + 1 == INT32_MIN, -INT32_MIN == INT32_MIN, int64 3 ** 40 == -6289078614652622815.
+TEST(Jit, IntegerOverflowWrapsAsPyTorch) {
+  Tensor a = tensor({1073741824.0, 2147483647.0, -2147483648.0}, {3}, kInt32);
+  Tensor b = tensor({3.0, 3.0}, {2}, kInt64), e = tensor({40.0, 39.0}, {2}, kInt64);
+  sync({a, b, e});
+  auto run = [&] {
+    return std::vector<Tensor>{a * tensor(4.0, kInt32), a + tensor(1.0, kInt32), -a, pow(b, e)};
+  };
+  expect_same(run);
+  jit::set_mode(jit::Mode::kOff);
+  std::vector<Tensor> r = run();
+  EXPECT_EQ(r[0].to_vector<int32_t>(), (std::vector<int32_t>{0, -4, 0}));
+  EXPECT_EQ(r[1].to_vector<int32_t>(), (std::vector<int32_t>{1073741825, INT32_MIN, -2147483647}));
+  EXPECT_EQ(r[2].to_vector<int32_t>(), (std::vector<int32_t>{-1073741824, -2147483647, INT32_MIN}));
+  EXPECT_EQ(r[3].to_vector<int64_t>(), (std::vector<int64_t>{-6289078614652622815LL, 4052555153018976267LL}));
 }
 
 TEST(Jit, BroadcastStridedAndScalarOperands) {
