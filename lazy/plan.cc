@@ -6,6 +6,14 @@
 
 namespace sloth::lazy {
 
+std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
+  if (in.op == OpId::kArgmax || in.op == OpId::kArgmin) {
+    if (rank == 0) return {};
+    return {in.attrs.i0};
+  }
+  return std::vector<int64_t>(in.attrs.dims.begin(), in.attrs.dims.end());
+}
+
 std::string Plan::describe() const {
   std::string s = absl::StrFormat("plan %016x: %d inputs, %d scalars, %d instrs, %d kernels\n", key,
                                   num_inputs, num_scalars, instrs.size(), kernels.size());

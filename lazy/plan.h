@@ -53,6 +53,11 @@ struct Kernel {
   std::vector<int32_t> outputs;  // slots written to memory (needed outside the kernel)
 };
 
+// The dims a reduction instruction reduces over an input of rank `rank`: attrs.dims for
+// sum/prod/amax/amin (already normalized by the rule), the single dim i0 for argmax/argmin
+// (none for a 0-dim input).
+std::vector<int64_t> reduced_dims(const Instr& in, size_t rank);
+
 struct Plan {
   std::vector<Slot> slots;
   std::vector<Instr> instrs;

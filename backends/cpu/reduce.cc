@@ -217,12 +217,7 @@ absl::Status run_reduce(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   DeviceData out = env.alloc(in.shape, in.dtype);
   const bool arg = in.op == OpId::kArgmax || in.op == OpId::kArgmin;
-  std::vector<int64_t> dims;
-  if (arg) {
-    if (!x.layout.shape.empty()) dims.push_back(in.attrs.i0);
-  } else {
-    dims.assign(in.attrs.dims.begin(), in.attrs.dims.end());
-  }
+  const std::vector<int64_t> dims = lazy::reduced_dims(in, x.layout.shape.size());
   Geometry g = split(x, dims);
   if (g.kn == 0) {
     env.set(in.out, std::move(out));
