@@ -6,6 +6,20 @@
 
 namespace sloth::lazy {
 
+DType operand_dtype(const Instr& in, int i) {
+  switch (in.op) {
+    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
+    case OpId::kGe:
+      return in.attrs.dtype;
+    case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
+      return DType::kBool;
+    case OpId::kWhere:
+      return i == 0 ? DType::kBool : in.dtype;
+    default:
+      return in.dtype;
+  }
+}
+
 std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
   if (in.op == OpId::kArgmax || in.op == OpId::kArgmin) {
     if (rank == 0) return {};

@@ -53,6 +53,11 @@ struct Kernel {
   std::vector<int32_t> outputs;  // slots written to memory (needed outside the kernel)
 };
 
+// The dtype an elementwise instruction reads operand i in: its own dtype, except that
+// comparisons compare in attrs.dtype, logical ops read truth values and where's condition is
+// bool. Every backend converts operands to this before applying the op.
+DType operand_dtype(const Instr& in, int i);
+
 // The dims a reduction instruction reduces over an input of rank `rank`: attrs.dims for
 // sum/prod/amax/amin (already normalized by the rule), the single dim i0 for argmax/argmin
 // (none for a 0-dim input).

@@ -95,23 +95,6 @@ ConvFn conv_for(DType from, DType to) {
   });
 }
 
-// The dtype operand i is read in: an instruction computes in its own dtype, except that
-// comparisons compare in attrs.dtype, logical ops read truth values and where's condition is
-// bool.
-DType operand_dtype(const Instr& in, int i) {
-  switch (in.op) {
-    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
-    case OpId::kGe:
-      return in.attrs.dtype;
-    case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
-      return DType::kBool;
-    case OpId::kWhere:
-      return i == 0 ? DType::kBool : in.dtype;
-    default:
-      return in.dtype;
-  }
-}
-
 // Outputs at least this large (all outputs of a run together) are written with streaming
 // stores: about the size of the last-level cache share of one core.
 // SLOTH_STREAM_MB overrides it (0 disables streaming), for measurements.

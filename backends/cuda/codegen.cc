@@ -152,19 +152,6 @@ KernelSource finish(const std::string& kind, const std::string& body_with_name_p
 
 // --- elementwise expressions: ew_ops.h, as CUDA C ---------------------------------------------
 
-DType operand_dtype(const lazy::Instr& in, int i) {
-  switch (in.op) {
-    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
-    case OpId::kGe:
-      return in.attrs.dtype;
-    case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
-      return DType::kBool;
-    case OpId::kWhere:
-      return i == 0 ? DType::kBool : in.dtype;
-    default:
-      return in.dtype;
-  }
-}
 
 // Expression of `op` over compute type `t` with operand expressions `a`, `b`, `c`; its value
 // has type t (or bool for comparisons). Empty when the op is not elementwise.
