@@ -289,4 +289,14 @@ PrimitiveView lower_view(OpId op, const Shape& in, const Attrs& a) {
   }
 }
 
+std::optional<OpId> view_of_scatter(OpId scatter) {
+  switch (scatter) {
+    case OpId::kSliceScatter: return OpId::kSlice;
+    case OpId::kSelectScatter: return OpId::kSelect;
+    case OpId::kDiagonalScatter: return OpId::kDiagonal;
+    case OpId::kAsStridedScatter: return OpId::kAsStrided;
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace sloth

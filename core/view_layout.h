@@ -36,4 +36,8 @@ struct PrimitiveView {
 };
 PrimitiveView lower_view(OpId op, const Shape& in, const Attrs& attrs);
 
+// The view a scatter op writes through (SliceScatter -> Slice, SelectScatter -> Select,
+// DiagonalScatter -> Diagonal, AsStridedScatter -> AsStrided); nullopt for other ops.
+std::optional<OpId> view_of_scatter(OpId scatter);
+
 }  // namespace sloth

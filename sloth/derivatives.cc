@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "core/view_layout.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
 #include "sloth/view_autograd.h"
@@ -195,9 +196,7 @@ Grads view_grad(const FormulaArgs& a) {
 
 Grads scatter_grad(const FormulaArgs& a) {
   Tensor g = grad(a);
-  OpId view = a.op == OpId::kSliceScatter ? OpId::kSlice
-            : a.op == OpId::kSelectScatter ? OpId::kSelect
-            : a.op == OpId::kDiagonalScatter ? OpId::kDiagonal : OpId::kAsStrided;
+  const OpId view = *view_of_scatter(a.op);
   Tensor gb, gs;
   if (a.needs[0]) gb = call_op(a.op, {g, zeros_for(a, 1)}, a.attrs);
   if (a.needs[1]) gs = call_op(view, {g}, a.attrs).clone();

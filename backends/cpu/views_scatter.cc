@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "core/view_layout.h"
 
 namespace sloth::cpu {
 
@@ -37,16 +38,11 @@ absl::Status run_view(Env& env, const Instr& in) {
 }
 
 absl::Status run_scatter(Env& env, const Instr& in) {
-  OpId view;
-  switch (in.op) {
-    case OpId::kSliceScatter: view = OpId::kSlice; break;
-    case OpId::kSelectScatter: view = OpId::kSelect; break;
-    case OpId::kDiagonalScatter: view = OpId::kDiagonal; break;
-    case OpId::kAsStridedScatter: view = OpId::kAsStrided; break;
-    default:
-      return absl::InternalError(
-          absl::StrFormat("cpu backend: %s is not a scatter op", op_name(in.op)));
-  }
+  const std::optional<OpId> view_op = view_of_scatter(in.op);
+  if (!view_op)
+    return absl::InternalError(
+        absl::StrFormat("cpu backend: %s is not a scatter op", op_name(in.op)));
+  const OpId view = *view_op;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& src = env.get(in.in[1]);
   DeviceData out = make_contiguous(env, base, in.dtype);

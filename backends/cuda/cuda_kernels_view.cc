@@ -28,14 +28,9 @@ void run_view(RunEnv& env, const Instr& in) {
 }
 
 void run_scatter(RunEnv& env, const Instr& in) {
-  OpId view;
-  switch (in.op) {
-    case OpId::kSliceScatter: view = OpId::kSlice; break;
-    case OpId::kSelectScatter: view = OpId::kSelect; break;
-    case OpId::kDiagonalScatter: view = OpId::kDiagonal; break;
-    case OpId::kAsStridedScatter: view = OpId::kAsStrided; break;
-    default: throw Error(absl::StrFormat("cuda backend: %s is not a scatter op", op_name(in.op)));
-  }
+  const std::optional<OpId> view_op = view_of_scatter(in.op);
+  if (!view_op) throw Error(absl::StrFormat("cuda backend: %s is not a scatter op", op_name(in.op)));
+  const OpId view = *view_op;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& src = env.get(in.in[1]);
   DeviceData out = make_contiguous(env, base, in.dtype);

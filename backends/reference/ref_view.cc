@@ -31,15 +31,6 @@ Values read(const RefTensor& x, const Layout& l) {
   return v;
 }
 
-OpId view_of_scatter(OpId op) {
-  switch (op) {
-    case OpId::kSliceScatter: return OpId::kSlice;
-    case OpId::kSelectScatter: return OpId::kSelect;
-    case OpId::kDiagonalScatter: return OpId::kDiagonal;
-    default: return OpId::kAsStrided;
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<Values> eval_view(const Ctx& c) {
@@ -51,7 +42,7 @@ absl::StatusOr<Values> eval_view(const Ctx& c) {
   }
   // Scatter: a copy of base with the view's window replaced by src (later writes win where an
   // as_strided window overlaps itself).
-  auto l = layout_of(view_of_scatter(c.op), c.a, x.shape);
+  auto l = layout_of(*view_of_scatter(c.op), c.a, x.shape);
   if (!l.ok()) return l.status();
   const RefTensor& src = c.in[1];
   Values v = x.v;
