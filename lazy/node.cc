@@ -104,6 +104,8 @@ void Node::release() {
       n->attrs = Attrs();
       n->mark = 0;
       n->slot = -1;
+      n->graph_refs = 0;
+      n->cache_refs = 0;
       n->scalar = 0;
       node_pool.free.push_back(n);
     } else {

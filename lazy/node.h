@@ -29,9 +29,16 @@ class Node final : public RefCounted {
   double scalar = 0;                // kScalar: the value, which is data (not hashed)
   std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
 
-  // Scratch used while building a graph (see graph.cc); meaningless outside.
+  // Scratch used while building a graph (see graph.cc); meaningless outside. graph_refs: how
+  // many edges of the graph being built point at this node, so the scheduler can tell the
+  // references it accounts for from holders outside the graph.
   uint64_t mark = 0;
   int32_t slot = -1;
+  int32_t graph_refs = 0;
+  // How many of this node's references are view caches (TensorImpl's memo of a view's value).
+  // A cache never reads a pending node whose base a sync materialized (it replays the view
+  // on the base's data instead), so such a reference does not make the node a graph output.
+  int32_t cache_refs = 0;
 
   bool materialized() const { return data.has_value(); }
   // Keeps `d` as this node's value and drops the operands: whatever consumes this node from
