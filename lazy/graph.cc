@@ -42,8 +42,12 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
           in->slot = static_cast<int32_t>(g.inputs.size());
           g.inputs.push_back(in);
           key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
-          for (int64_t d : in->data->layout.shape) key = mix(key, d);
-          for (int64_t s : in->data->layout.strides) key = mix(key, s ^ 0x55);
+          // The stride of a size-1 dim addresses nothing: [1, 4] with strides [4, 1] and with
+          // [1, 1] (a parameter written back through a transpose) is one layout to a plan.
+          const Layout& l = in->data->layout;
+          for (int64_t d : l.shape) key = mix(key, d);
+          for (size_t d = 0; d < l.strides.size(); ++d)
+            key = mix(key, (l.shape[d] == 1 ? 0 : l.strides[d]) ^ 0x55);
         } else if (in->op == OpId::kScalar) {
           in->mark = mark | 1;
           in->slot = static_cast<int32_t>(g.scalars.size());

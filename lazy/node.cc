@@ -1,5 +1,6 @@
 #include "lazy/node.h"
 
+#include <atomic>
 #include <vector>
 
 #include "absl/hash/hash.h"
@@ -8,6 +9,8 @@ namespace sloth::lazy {
 namespace {
 
 thread_local int64_t pending_count = 0;
+// Relaxed: a count for metrics; nodes may be dropped on another thread (a data loader).
+std::atomic<int64_t> live_count{0};
 
 constexpr size_t kPoolCap = 1 << 14;
 struct NodePool {
@@ -32,6 +35,7 @@ uint64_t leaf_hash(OpId op, const Shape& shape, DType dtype) {
 
 }  // namespace
 
+int64_t live_nodes() { return live_count.load(std::memory_order_relaxed); }
 int64_t pending_nodes_since_sync() { return pending_count; }
 void reset_pending_nodes() { pending_count = 0; }
 
@@ -41,6 +45,7 @@ void Node::materialize(DeviceData d) {
 }
 
 Node* Node::acquire() {
+  live_count.fetch_add(1, std::memory_order_relaxed);
   auto& f = node_pool.free;
   if (f.empty()) return new Node();
   Node* n = f.back();
@@ -96,6 +101,7 @@ void Node::release() {
   while (!pending->empty()) {
     Node* n = pending->back();
     pending->pop_back();
+    live_count.fetch_sub(1, std::memory_order_relaxed);
     // Dropping the inputs may release more nodes (release() re-enters above and queues them).
     n->inputs.clear();
     n->data.reset();

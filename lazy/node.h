@@ -59,6 +59,9 @@ class Node final : public RefCounted {
   static Node* acquire();
 };
 
+// Nodes alive now (made and not yet released), on every thread.
+int64_t live_nodes();
+
 // Nodes made since the last sync (the bounded-graph policy reads it).
 int64_t pending_nodes_since_sync();
 void reset_pending_nodes();
