@@ -8,7 +8,7 @@
 namespace sloth::lazy {
 namespace {
 
-thread_local int64_t pending_count = 0;
+std::atomic<int64_t> pending_count{0};
 // Relaxed: a count for metrics; nodes may be dropped on another thread (a data loader).
 std::atomic<int64_t> live_count{0};
 
@@ -36,10 +36,10 @@ uint64_t leaf_hash(OpId op, const Shape& shape, DType dtype) {
 }  // namespace
 
 int64_t live_nodes() { return live_count.load(std::memory_order_relaxed); }
-int64_t pending_nodes_since_sync() { return pending_count; }
-void reset_pending_nodes() { pending_count = 0; }
+int64_t pending_nodes() { return pending_count.load(std::memory_order_relaxed); }
 
 void Node::materialize(DeviceData d) {
+  if (!data) pending_count.fetch_sub(1, std::memory_order_relaxed);
   data = std::move(d);
   inputs.clear();
 }
@@ -65,7 +65,7 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
   n->shape = shape;
   n->attrs = attrs;
   n->inputs.assign(inputs.begin(), inputs.end());
-  ++pending_count;
+  if (op != OpId::kScalar) pending_count.fetch_add(1, std::memory_order_relaxed);
   return n;
 }
 
@@ -102,6 +102,7 @@ void Node::release() {
     Node* n = pending->back();
     pending->pop_back();
     live_count.fetch_sub(1, std::memory_order_relaxed);
+    if (!n->data && n->op != OpId::kScalar) pending_count.fetch_sub(1, std::memory_order_relaxed);
     // Dropping the inputs may release more nodes (release() re-enters above and queues them).
     n->inputs.clear();
     n->data.reset();

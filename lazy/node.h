@@ -62,8 +62,9 @@ class Node final : public RefCounted {
 // Nodes alive now (made and not yet released), on every thread.
 int64_t live_nodes();
 
-// Nodes made since the last sync (the bounded-graph policy reads it).
-int64_t pending_nodes_since_sync();
-void reset_pending_nodes();
+// Pending nodes alive now: made, and neither materialized by a sync nor freed (the
+// bounded-graph policy reads it). Not "made since the last mark_step()": a loop that syncs
+// with item() only materializes what it computes, and freed temporaries are not pending IR.
+int64_t pending_nodes();
 
 }  // namespace sloth::lazy

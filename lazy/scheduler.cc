@@ -198,11 +198,10 @@ void mark_step() {
     for (const auto& g : groups) roots.push_back(g->value);
     sync_nodes(roots, d);
   }
-  reset_pending_nodes();
 }
 
 void maybe_auto_flush() {
-  if (pending_nodes_since_sync() > auto_flush_limit && !in_sync) {
+  if (pending_nodes() > auto_flush_limit && !in_sync) {
     ++counters().auto_flushes;
     mark_step();
   }

@@ -4,6 +4,7 @@
 // training loops that never call mark_step()).
 #include <cmath>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -94,6 +95,74 @@ TEST(SyncSemantics, SecondOrderThroughDroppedFirstOrderGradsDoesNotCrash) {
   std::vector<float> want = {0.00608f, -0.01045f, 0.09254f, 0.00695f};  // PyTorch
   ASSERT_EQ(g2.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g2[i], want[i], 1e-4) << i;
+}
+
+// The same program with every combination of intermediates dropped before the second
+// backward, and a sync at different points: what a graph keeps for later must not depend on
+// which tensors the program still holds. Each run must give the all-kept, never-synced grads.
+struct SecondOrder {
+  std::vector<float> g2, g5;
+};
+SecondOrder second_order(uint32_t keep, int sync_at) {
+  Tensor x2 = from_vector<float>({-1.743113398551941f, 0.042194709181785583f,
+                                  -0.07516977936029434f, -0.1328112930059433f},
+                                 {2, 1, 2})
+                  .requires_grad_();
+  Tensor x5 = from_vector<float>({-1.7204229831695557f, 0.8217978477478027f}, {1, 1, 2})
+                  .requires_grad_();
+  {
+    Tensor t[12];
+    t[0] = x2.transpose(1, 0);
+    t[1] = abs(x5);
+    t[2] = t[1] + 0.5;
+    t[3] = t[0] / t[2];
+    t[4] = t[3] * 0.59;
+    t[5] = abs(t[4]);
+    t[6] = tanh(t[5]);
+    t[7] = (t[6] * from_vector<float>({0.1897585391998291f, -0.07196029275655746f,
+                                       1.4081568717956543f, -0.04829881340265274f},
+                                      {1, 2, 2}))
+               .sum();
+    if (sync_at == 0) mark_step();
+    auto gs = autograd::grad({t[7]}, {x2, x5}, {}, false, true, true);
+    t[8] = gs[0];
+    t[9] = gs[1];
+    if (sync_at == 1) mark_step();
+    t[10] = (t[9] * from_vector<float>({-0.549812912940979f, -0.43037277460098267f}, {1, 1, 2}))
+                .sum();
+    t[11] = t[10] * 1.0;
+    gs.clear();
+    for (int i = 0; i < 12; ++i)
+      if (i != 11 && !(keep >> i & 1)) t[i] = Tensor();
+    if (sync_at == 2) mark_step();
+    t[11].backward();
+    for (int i = 0; i < 12; ++i)
+      if (!(keep >> i & 1)) t[i] = Tensor();
+    if (sync_at == 3) mark_step();
+  }
+  SecondOrder r;
+  if (x2.grad().defined()) r.g2 = v(x2.grad());
+  if (x5.grad().defined()) r.g5 = v(x5.grad());
+  return r;
+}
+
+TEST(SyncSemantics, SecondOrderGradsDoNotDependOnWhatIsAliveOrWhenItSyncs) {
+  const SecondOrder want = second_order(~0u, -1);
+  ASSERT_EQ(want.g2.size(), 4u);
+  const std::vector<float> torch = {0.00608f, -0.01045f, 0.09254f, 0.00695f};  // PyTorch
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(want.g2[i], torch[i], 1e-4) << i;
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    const uint32_t keep = rng() & 0xfff;
+    const int sync_at = trial % 5 - 1;  // never, after forward, after grad, before/after backward
+    SecondOrder got = second_order(keep, sync_at);
+    ASSERT_EQ(got.g2.size(), want.g2.size()) << "keep " << keep << " sync " << sync_at;
+    ASSERT_EQ(got.g5.size(), want.g5.size()) << "keep " << keep << " sync " << sync_at;
+    for (size_t i = 0; i < want.g2.size(); ++i)
+      EXPECT_NEAR(got.g2[i], want.g2[i], 1e-6) << "keep " << keep << " sync " << sync_at;
+    for (size_t i = 0; i < want.g5.size(); ++i)
+      EXPECT_NEAR(got.g5[i], want.g5[i], 1e-6) << "keep " << keep << " sync " << sync_at;
+  }
 }
 
 // ---- Issue #11 item 4: LibTorch-style loops without mark_step() ------------------------------
@@ -222,6 +291,31 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, LoopWithoutMarkStep,
                              default: return std::string("HandWritten");
                            }
                          });
+
+// The bounded-graph policy counts pending IR, not nodes made since the last mark_step():
+// a loop that syncs with item() every step never holds much pending IR, so it never triggers
+// an extra flush (which would be a graph of another shape: a plan-cache miss mid-loop).
+TEST(SyncSemantics, LoopWithItemEveryStepNeverAutoFlushes) {
+  mark_step();
+  manual_seed(2);
+  Tensor x = randn({8, 4}), y = randn({8, 1});
+  auto fc = std::make_shared<nn::Linear>(4, 1);
+  optim::Adam opt(fc->parameters(), {.lr = 0.01});
+  set_auto_flush_limit(500);  // about ten steps of nodes
+  reset_metrics();
+  for (int step = 0; step < 200; ++step) {
+    opt.zero_grad();
+    Tensor loss = mse_loss((*fc)(x), y);
+    loss.item();
+    loss.backward();
+    opt.step();
+  }
+  Metrics m = metrics();
+  set_auto_flush_limit(20000);
+  EXPECT_EQ(m.auto_flushes, 0);
+  EXPECT_EQ(m.graphs_executed, 200);
+  EXPECT_LE(m.plan_cache_misses, 3);
+}
 
 // A long loop without mark_step() or item() stays bounded: the pending IR is flushed when it
 // grows past the limit, and each flush leaves every parameter holding data, so no flush
