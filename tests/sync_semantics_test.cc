@@ -59,6 +59,53 @@ TEST(SyncSemantics, NodeNeededOutsideASubsetSyncIsMaterializedNotRerun) {
   EXPECT_EQ(metrics().graphs_executed, 1) << "x's new value was computed by the first graph";
 }
 
+// A view's memo of its value is not a holder that makes a node an output: after a sync that
+// computed the base, the view reads the base's data (zero-copy), and its stale memo, whose
+// IR may read an input the sync donated, is never run.
+TEST(SyncSemantics, ViewWrittenThenBaseSyncedReadsTheBase) {
+  Tensor base = tensor({1, 2, 3, 4});
+  mark_step();
+  Tensor view = base.slice(0, 1, 3);
+  view.mul_(10.0);           // base's old data is now read only by pending nodes
+  reset_metrics();
+  EXPECT_FLOAT_EQ(base.sum().item(), 55);
+  EXPECT_EQ(metrics().nodes_executed, 3);  // mul, slice_scatter, sum (the slice reads in place)
+  reset_metrics();
+  EXPECT_EQ(v(view), (std::vector<float>{20, 30}));
+  EXPECT_EQ(metrics().graphs_executed, 0) << "the view reads the base's data in place";
+  view.add_(1.0);
+  EXPECT_EQ(v(base), (std::vector<float>{1, 21, 31, 4}));
+}
+
+// Here the view's memo reads the base's old data through pending IR, and that data is
+// donated to the sync (nothing else reads it): the memo must never run again.
+TEST(SyncSemantics, StaleViewMemoOverADonatedInputIsNeverRun) {
+  Tensor base = tensor({1, 2, 3, 4}) * 1.0;
+  mark_step();
+  base.add_(1.0);
+  Tensor view = base.slice(0, 1, 3);
+  view.mul_(10.0);
+  EXPECT_FLOAT_EQ(base.sum().item(), 77);
+  EXPECT_EQ(v(view), (std::vector<float>{30, 40}));
+  view.add_(1.0);
+  EXPECT_EQ(v(base), (std::vector<float>{2, 31, 41, 5}));
+  EXPECT_EQ(v(view * 2.0), (std::vector<float>{62, 82}));
+}
+
+TEST(SyncSemantics, ViewWrittenThenViewSyncedLeavesTheBaseToFollow) {
+  Tensor base = tensor({1, 2, 3, 4});
+  mark_step();
+  Tensor view = base.slice(0, 1, 3);
+  view.mul_(10.0);
+  reset_metrics();
+  EXPECT_FLOAT_EQ(view.sum().item(), 50);
+  EXPECT_EQ(metrics().nodes_executed, 2);  // mul, sum (base's scatter is not needed)
+  reset_metrics();
+  EXPECT_EQ(v(base), (std::vector<float>{1, 20, 30, 4}));
+  EXPECT_EQ(metrics().nodes_executed, 1) << "view * 10 held its value: only the scatter runs";
+  EXPECT_EQ(v(view), (std::vector<float>{20, 30}));
+}
+
 // Issue #11 item 5 (crash half): second-order backward through create_graph grads, with the
 // first-order grads dropped before the leaf's grad is read.
 TEST(SyncSemantics, SecondOrderThroughDroppedFirstOrderGradsDoesNotCrash) {
