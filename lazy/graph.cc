@@ -16,8 +16,9 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 
 Graph build_graph(absl::Span<const NodePtr> roots) {
   Graph g;
-  const uint64_t mark = epoch.fetch_add(1, std::memory_order_relaxed) << 1;
-  // mark: visited; mark|1: done. Slots: inputs/scalars/values numbered in discovery order.
+  const uint64_t mark = epoch.fetch_add(1, std::memory_order_relaxed) << 2;
+  // mark: visited; mark|1: done; mark|3: done and an output. Slots: inputs/scalars/values
+  // numbered in discovery order. graph_refs counts the graph's edges into each node.
   int32_t next_value = 0;
   uint64_t key = 0xcbf29ce484222325ull;
   std::vector<std::pair<Node*, size_t>> stack;
@@ -26,18 +27,27 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 1)) continue;
     stack.push_back({root, 0});
     root->mark = mark;
+    root->graph_refs = 0;
     while (!stack.empty()) {
       auto& [n, i] = stack.back();
       if (i < n->inputs.size()) {
         Node* in = n->inputs[i++].get();
-        if (in->mark == mark || in->mark == (mark | 1)) continue;
+        if (in->mark == mark || in->mark == (mark | 1)) {
+          ++in->graph_refs;
+          continue;
+        }
+        in->graph_refs = 1;
         if (in->materialized()) {
           in->mark = mark | 1;
           in->slot = static_cast<int32_t>(g.inputs.size());
           g.inputs.push_back(in);
           key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
-          for (int64_t d : in->data->layout.shape) key = mix(key, d);
-          for (int64_t s : in->data->layout.strides) key = mix(key, s ^ 0x55);
+          // The stride of a size-1 dim addresses nothing: [1, 4] with strides [4, 1] and with
+          // [1, 1] (a parameter written back through a transpose) is one layout to a plan.
+          const Layout& l = in->data->layout;
+          for (int64_t d : l.shape) key = mix(key, d);
+          for (size_t d = 0; d < l.strides.size(); ++d)
+            key = mix(key, (l.shape[d] == 1 ? 0 : l.strides[d]) ^ 0x55);
         } else if (in->op == OpId::kScalar) {
           in->mark = mark | 1;
           in->slot = static_cast<int32_t>(g.scalars.size());
@@ -67,12 +77,24 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   }
   for (const auto& r : roots) {
     Node* root = r.get();
-    if (root->materialized() || root->op == OpId::kScalar) continue;
-    bool dup = false;
-    for (Node* x : g.roots) dup |= x == root;
-    if (dup) continue;
+    if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 3)) continue;
+    root->mark = mark | 3;
     g.roots.push_back(root);
     key = mix(key, 0x3000 + static_cast<uint64_t>(root->slot));
+  }
+  // Nothing runs twice (DESIGN I9): a node of this graph that something outside the graph
+  // still holds (a live tensor, a pending node of a later step, a value autograd saved) is an
+  // output too, so it holds its value after the sync instead of being recomputed by the next
+  // graph. It also makes the graph's other nodes dead once it has run, which is what lets the
+  // scheduler donate an input whose only readers are this graph's nodes: no pending node
+  // survives the sync reading it. View caches do not count (see Node::cache_refs).
+  for (Node* n : g.order) {
+    if (n->mark == (mark | 3)) continue;
+    if (n->use_count() > static_cast<int64_t>(n->graph_refs) + n->cache_refs) {
+      n->mark = mark | 3;
+      g.roots.push_back(n);
+      key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
+    }
   }
   g.key = key;
   return g;

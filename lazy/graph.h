@@ -15,7 +15,8 @@ struct Graph {
   std::vector<Node*> order;    // pending nodes, operands before users
   std::vector<Node*> inputs;   // materialized nodes read by the graph (bound as data)
   std::vector<Node*> scalars;  // Scalar leaves (bound as data)
-  std::vector<Node*> roots;    // outputs, deduplicated, pending only
+  std::vector<Node*> roots;    // outputs, deduplicated, pending only: the roots asked for, then
+                               // every other node held from outside the graph (DESIGN I9)
   uint64_t key = 0;            // ops, attrs, shapes, dtypes, input layouts, wiring, outputs
 };
 

@@ -1,5 +1,6 @@
 #include "lazy/node.h"
 
+#include <atomic>
 #include <vector>
 
 #include "absl/hash/hash.h"
@@ -7,7 +8,9 @@
 namespace sloth::lazy {
 namespace {
 
-thread_local int64_t pending_count = 0;
+std::atomic<int64_t> pending_count{0};
+// Relaxed: a count for metrics; nodes may be dropped on another thread (a data loader).
+std::atomic<int64_t> live_count{0};
 
 constexpr size_t kPoolCap = 1 << 14;
 struct NodePool {
@@ -32,15 +35,17 @@ uint64_t leaf_hash(OpId op, const Shape& shape, DType dtype) {
 
 }  // namespace
 
-int64_t pending_nodes_since_sync() { return pending_count; }
-void reset_pending_nodes() { pending_count = 0; }
+int64_t live_nodes() { return live_count.load(std::memory_order_relaxed); }
+int64_t pending_nodes() { return pending_count.load(std::memory_order_relaxed); }
 
 void Node::materialize(DeviceData d) {
+  if (!data) pending_count.fetch_sub(1, std::memory_order_relaxed);
   data = std::move(d);
   inputs.clear();
 }
 
 Node* Node::acquire() {
+  live_count.fetch_add(1, std::memory_order_relaxed);
   auto& f = node_pool.free;
   if (f.empty()) return new Node();
   Node* n = f.back();
@@ -60,7 +65,7 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
   n->shape = shape;
   n->attrs = attrs;
   n->inputs.assign(inputs.begin(), inputs.end());
-  ++pending_count;
+  if (op != OpId::kScalar) pending_count.fetch_add(1, std::memory_order_relaxed);
   return n;
 }
 
@@ -96,6 +101,8 @@ void Node::release() {
   while (!pending->empty()) {
     Node* n = pending->back();
     pending->pop_back();
+    live_count.fetch_sub(1, std::memory_order_relaxed);
+    if (!n->data && n->op != OpId::kScalar) pending_count.fetch_sub(1, std::memory_order_relaxed);
     // Dropping the inputs may release more nodes (release() re-enters above and queues them).
     n->inputs.clear();
     n->data.reset();
@@ -104,6 +111,8 @@ void Node::release() {
       n->attrs = Attrs();
       n->mark = 0;
       n->slot = -1;
+      n->graph_refs = 0;
+      n->cache_refs = 0;
       n->scalar = 0;
       node_pool.free.push_back(n);
     } else {

@@ -29,9 +29,16 @@ class Node final : public RefCounted {
   double scalar = 0;                // kScalar: the value, which is data (not hashed)
   std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
 
-  // Scratch used while building a graph (see graph.cc); meaningless outside.
+  // Scratch used while building a graph (see graph.cc); meaningless outside. graph_refs: how
+  // many edges of the graph being built point at this node, so the scheduler can tell the
+  // references it accounts for from holders outside the graph.
   uint64_t mark = 0;
   int32_t slot = -1;
+  int32_t graph_refs = 0;
+  // How many of this node's references are view caches (TensorImpl's memo of a view's value).
+  // A cache never reads a pending node whose base a sync materialized (it replays the view
+  // on the base's data instead), so such a reference does not make the node a graph output.
+  int32_t cache_refs = 0;
 
   bool materialized() const { return data.has_value(); }
   // Keeps `d` as this node's value and drops the operands: whatever consumes this node from
@@ -52,8 +59,12 @@ class Node final : public RefCounted {
   static Node* acquire();
 };
 
-// Nodes made since the last sync (the bounded-graph policy reads it).
-int64_t pending_nodes_since_sync();
-void reset_pending_nodes();
+// Nodes alive now (made and not yet released), on every thread.
+int64_t live_nodes();
+
+// Pending nodes alive now: made, and neither materialized by a sync nor freed (the
+// bounded-graph policy reads it). Not "made since the last mark_step()": a loop that syncs
+// with item() only materializes what it computes, and freed temporaries are not pending IR.
+int64_t pending_nodes();
 
 }  // namespace sloth::lazy

@@ -151,17 +151,16 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   auto t1 = Clock::now();
   // Bind inputs. One that only this graph's nodes reference, and whose storage only it holds,
   // is dead once the graph has run: hand it over so a kernel can write in place (donation).
+  // "Dead" holds because build_graph made every graph node that is held from outside an
+  // output: the graph's other nodes are freed once the outputs hold data, so no pending node
+  // that reads a donated input survives the sync. (A view cache may still hold such a node,
+  // but a cache is never read once its base holds data.)
   std::vector<DeviceData> inputs;
   inputs.reserve(g.inputs.size());
-  std::vector<int32_t> refs(g.inputs.size(), 0);
-  if (!cp->fallible)
-    for (Node* n : g.order)
-      for (const auto& in : n->inputs)
-        if (in->materialized()) ++refs[in->slot];
   bool donating = false;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     Node* n = g.inputs[i];
-    if (!cp->fallible && n->use_count() == refs[i] && n->data->storage &&
+    if (!cp->fallible && n->use_count() == n->graph_refs && n->data->storage &&
         n->data->storage->use_count() == 1) {
       inputs.push_back(std::move(*n->data));
       donating = true;
@@ -199,11 +198,10 @@ void mark_step() {
     for (const auto& g : groups) roots.push_back(g->value);
     sync_nodes(roots, d);
   }
-  reset_pending_nodes();
 }
 
 void maybe_auto_flush() {
-  if (pending_nodes_since_sync() > auto_flush_limit && !in_sync) {
+  if (pending_nodes() > auto_flush_limit && !in_sync) {
     ++counters().auto_flushes;
     mark_step();
   }

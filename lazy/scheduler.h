@@ -13,8 +13,10 @@
 
 namespace sloth::lazy {
 
-// Materializes `roots` (all on `device`) as one graph. Throws sloth::Error on failure, with
-// every root still pending (nothing is lost).
+// Materializes `roots` (all on `device`) as one graph, and with them every node of that graph
+// that something outside it still holds (a live tensor, a pending node, a saved value), so
+// that nothing the graph computed runs again (DESIGN I9; see build_graph). Throws
+// sloth::Error on failure, with every root still pending (nothing is lost).
 void sync_nodes(absl::Span<const NodePtr> roots, Device device);
 // Every live pending tensor of every device, one graph per device.
 void mark_step();

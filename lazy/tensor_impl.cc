@@ -110,8 +110,7 @@ void TensorImpl::release() {
   chain.clear();
   view_base.reset();
   autograd.reset();
-  cached_.reset();
-  cached_version_ = -1;
+  set_cache(nullptr, -1);
   storage_offset = 0;
   wrapped_number = false;
   if (impl_pool.free.size() < kPoolCap) impl_pool.free.push_back(this);
@@ -227,8 +226,7 @@ NodePtr TensorImpl::value() {
   }
   if (!done)
     for (const auto& s : chain) v = make_node(s.op, {v}, s.attrs);
-  cached_ = v;
-  cached_version_ = group->version;
+  set_cache(v, group->version);
   return v;
 }
 
@@ -246,8 +244,14 @@ void TensorImpl::write(NodePtr v) {
   for (size_t i = chain.size(); i-- > 0;) nv = inverse(chain[i], bases[i], nv);
   group->value = std::move(nv);
   ++group->version;
+  set_cache(std::move(v), group->version);
+}
+
+void TensorImpl::set_cache(NodePtr v, int64_t version) {
+  if (cached_) --cached_->cache_refs;
   cached_ = std::move(v);
-  cached_version_ = group->version;
+  if (cached_) ++cached_->cache_refs;
+  cached_version_ = version;
 }
 
 }  // namespace sloth::lazy

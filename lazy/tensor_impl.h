@@ -89,6 +89,10 @@ class TensorImpl final : public RefCounted {
   std::unique_ptr<AutogradMetaBase> autograd;
 
  private:
+  // The memo of a view's value at cached_version_. It is counted in the node's cache_refs
+  // (see Node::cache_refs): a sync does not make a node an output just because a cache holds
+  // it, and value() never returns a pending cache once the base holds data.
+  void set_cache(NodePtr v, int64_t version);
   NodePtr cached_;
   int64_t cached_version_ = -1;
 

@@ -4,6 +4,7 @@
 #include "core/storage.h"
 #include "lazy/ir_dump.h"
 #include "lazy/metrics.h"
+#include "lazy/node.h"
 #include "lazy/scheduler.h"
 #include "lazy/tensor_impl.h"
 
@@ -67,6 +68,7 @@ Metrics metrics() {
   m.os_allocations = s.os_allocations - stats_at_reset().os_allocations;
   m.os_bytes = s.os_bytes - stats_at_reset().os_bytes;
   m.cached_bytes = s.cached_bytes;
+  m.live_ir_nodes = lazy::live_nodes();
   return m;
 }
 

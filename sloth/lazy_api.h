@@ -34,6 +34,8 @@ struct Metrics {
   int64_t os_allocations = 0;    // host blocks taken from the OS (caching allocator misses)
   int64_t os_bytes = 0;
   int64_t cached_bytes = 0;      // host bytes held in the allocator's free lists
+  int64_t live_ir_nodes = 0;     // IR nodes alive now, pending or holding data (not reset):
+                                 // flat from step to step in a loop that keeps no history
   std::string last_miss_reason;  // why the last plan-cache miss missed, e.g. which shape changed
   std::string to_string() const;
 };

@@ -65,6 +65,7 @@ lazy::DeviceData host_data(const Tensor& t) {
     else *d.data<double>() = v->scalar;
     return d;
   }
+  v.reset();  // a held view value would be one more graph output (see lazy/graph.cc)
   internal::sync_tensor(t);
   v = t.impl()->value();
   lazy::DeviceData d = *v->data;
