@@ -70,6 +70,20 @@ TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
   return t;
 }
 
+namespace {
+// C++ scalar type names, as PyTorch's message spells them ("[float [3, 3]]").
+const char* scalar_type_name(DType d) {
+  switch (d) {
+    case DType::kBool: return "bool";
+    case DType::kInt32: return "int";
+    case DType::kInt64: return "long";
+    case DType::kFloat32: return "float";
+    case DType::kFloat64: return "double";
+  }
+  return dtype_name(d);
+}
+}  // namespace
+
 void SavedVariable::check(const GradFn* producer, int output_nr) const {
   if (!value || !checked || group->version == version) return;
   std::string from;
@@ -79,7 +93,7 @@ void SavedVariable::check(const GradFn* producer, int output_nr) const {
        "operation: [%s %s]%s is at version %d; expected version %d instead. Hint: the write "
        "went through this tensor or an alias of it (a view, detach()); clone() it before "
        "modifying it in place, or do the in-place update after backward()",
-       dtype_name(value->dtype), shape_str(value->shape), from, group->version, version);
+       scalar_type_name(value->dtype), shape_str(value->shape), from, group->version, version);
 }
 
 void GradFn::check_versions() const {

@@ -124,8 +124,13 @@ SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uin
 void add_composite_checks(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
                           const Tensor& result, uint64_t first_seq) {
   if (!result.defined()) return;
-  auto* m = autograd::meta(*result.impl());
+  // A result that is a view of a value made inside (embedding's reshape) gets its grad_fn
+  // regenerated after a write to its group: the checks go on its base's node, which stays.
+  const lazy::TensorImpl& holder = result.impl()->is_view() ? *result.impl()->view_base : *result.impl();
+  auto* m = autograd::meta(holder);
   if (m == nullptr || !m->grad_fn || m->grad_fn->sequence_nr < first_seq) return;
+  if (auto* rm = autograd::meta(*result.impl()); rm && rm->grad_fn && rm->grad_fn->sequence_nr >= first_seq)
+    if (auto* ob = dynamic_cast<autograd::OpBackward*>(rm->grad_fn.get())) ob->set_name_op(op);
   autograd::GradFn& fn = *m->grad_fn;
   if (auto* ob = dynamic_cast<autograd::OpBackward*>(&fn)) ob->set_name_op(op);
   const SavePlan p = save_plan(op, attrs, in, 0);
