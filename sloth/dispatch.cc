@@ -299,7 +299,8 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
       internal::refresh_view_grad_fn(self);
     } else if (overwrite) {
       auto& m = autograd::ensure_meta(si);
-      m.grad_fn = internal::overwrite_backward(op, old_self, rm && rm->grad_fn ? internal::gradient_edge_of(r) : autograd::Edge{},
+      autograd::Edge value = rm && rm->grad_fn ? internal::gradient_edge_of(r) : autograd::Edge{};
+      m.grad_fn = internal::overwrite_backward(op, old_self, std::move(value),
                                                {si.shape, si.dtype, si.group->device});
       m.output_nr = 0;
       m.requires_grad = true;
