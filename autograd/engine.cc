@@ -23,6 +23,7 @@ class AccumulateGrad final : public GradFn {
     if (auto* m = meta(*leaf_); m && m->accumulator == this) m->accumulator = nullptr;
   }
   std::string name() const override { return "AccumulateGrad"; }
+  bool is_accumulator() const override { return true; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
     TensorImplPtr g = grads.empty() ? nullptr : grads[0];
     if (!g) return {};
@@ -145,12 +146,17 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
       }
     }
   }
-  for (GradFn* f : order)
-    if ((!capture_mode || needed.contains(f)) && f->released() && !dynamic_cast<AccumulateGrad*>(f))
+  for (GradFn* f : order) {
+    if (capture_mode && !needed.contains(f)) continue;
+    // Saved tensors modified in place since: PyTorch raises when it reaches the node; checking
+    // every node first raises the same error with nothing accumulated yet.
+    if (!f->released()) f->check_versions();
+    if (f->released() && !f->is_accumulator())
       fail("Trying to backward through the graph a second time (or to use saved values after "
            "they were freed) at %s. Saved values are freed by backward() and autograd::grad(); "
            "pass retain_graph=true to the first call if you need to go through the graph again",
            f->name());
+  }
 
   // 4. Run in dependency order, newest node first among the ready ones.
   GradModeGuard mode(create_graph);

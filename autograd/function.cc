@@ -16,10 +16,6 @@ std::array<Formula, kNumOps>& formulas() {
   static std::array<Formula, kNumOps> f{};
   return f;
 }
-std::array<uint32_t, kNumOps>& saved_masks() {
-  static std::array<uint32_t, kNumOps> m{};
-  return m;
-}
 GradMath& math_slot() {
   static GradMath m{};
   return m;
@@ -51,31 +47,98 @@ Edge gradient_edge(const TensorImplPtr& t) {
   return {};
 }
 
-SavedVariable::SavedVariable(const TensorImplPtr& t) : tensor(t), version(t ? t->group->version : 0) {}
+uint64_t peek_sequence_nr() { return next_sequence_nr.load(std::memory_order_relaxed); }
 
-TensorImplPtr SavedVariable::unpack(const char* fn_name) const {
-  if (!tensor) return tensor;
-  if (tensor->group->version != version)
-    fail("one of the variables needed for gradient computation has been modified by an inplace "
-         "operation: [%s %s], which is output 0 of %s, is at version %d; expected version %d "
-         "instead. Hint: clone() the tensor before modifying it in place, or do the in-place "
-         "update after backward()",
-         dtype_name(tensor->dtype), shape_str(tensor->shape), fn_name, tensor->group->version,
-         version);
-  return tensor;
+void SavedVariable::save(const TensorImplPtr& t, bool check) {
+  value = t->value();
+  group = t->group;
+  version = group->version;
+  checked = check;
+  wrapped = t->wrapped_number;
 }
 
-void register_formula(OpId op, Formula f, uint32_t saved) {
-  formulas()[static_cast<int>(op)] = f;
-  saved_masks()[static_cast<int>(op)] = saved;
+TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
+  if (!value) return nullptr;
+  // A wrapped number keeps its promotion role (its node is float64 whatever its C++ type).
+  TensorImplPtr t = wrapped ? TensorImpl::wrapped_scalar(value->scalar) : TensorImpl::make(value, group->device);
+  if (edge.fn && is_grad_enabled()) {
+    AutogradMeta& m = ensure_meta(*t);
+    m.grad_fn = edge.fn;
+    m.output_nr = edge.input_nr;
+    m.requires_grad = true;
+  }
+  return t;
 }
-uint32_t saved_inputs(OpId op) { return saved_masks()[static_cast<int>(op)]; }
+
+namespace {
+// C++ scalar type names, as PyTorch's message spells them ("[float [3, 3]]").
+const char* scalar_type_name(DType d) {
+  switch (d) {
+    case DType::kBool: return "bool";
+    case DType::kInt32: return "int";
+    case DType::kInt64: return "long";
+    case DType::kFloat32: return "float";
+    case DType::kFloat64: return "double";
+  }
+  return dtype_name(d);
+}
+}  // namespace
+
+void SavedVariable::check(const GradFn* producer, int output_nr) const {
+  if (!value || !checked || group->version == version) return;
+  std::string from;
+  if (producer != nullptr && !producer->is_accumulator())
+    from = absl::StrCat(", which is output ", output_nr, " of ", producer->name(), ",");
+  fail("one of the variables needed for gradient computation has been modified by an inplace "
+       "operation: [%s %s]%s is at version %d; expected version %d instead. Hint: the write "
+       "went through this tensor or an alias of it (a view, detach()); clone() it before "
+       "modifying it in place, or do the in-place update after backward()",
+       scalar_type_name(value->dtype), shape_str(value->shape), from, group->version, version);
+}
+
+void GradFn::check_versions() const {
+  for (const auto& c : extra_checks)
+    c.saved.check(c.own_output ? this : c.producer.fn.get(), c.own_output ? 0 : c.producer.input_nr);
+}
+
+void register_formula(OpId op, Formula f) { formulas()[static_cast<int>(op)] = f; }
 Formula formula(OpId op) { return formulas()[static_cast<int>(op)]; }
+
+std::string backward_name(OpId op) {
+  switch (op) {
+    case OpId::kCast: return "ToCopyBackward0";
+    case OpId::kReshape: return "ViewBackward0";
+    case OpId::kMatmul: return "MmBackward0";
+    case OpId::kCopy_: return "CopyBackwards";
+    case OpId::kFill_: return "FillBackward2";
+    default: break;
+  }
+  std::string n;
+  bool up = true;
+  for (char c : op_name(op)) {
+    if (c == '_') { up = true; continue; }
+    n.push_back(up && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
+    up = false;
+  }
+  return n + "Backward0";
+}
 
 void set_grad_math(GradMath m) { math_slot() = m; }
 const GradMath& grad_math() { return math_slot(); }
 
-std::string OpBackward::name() const { return std::string(op_name(op_)) + "_backward"; }
+void OpBackward::release_saved() {
+  saved_.clear();
+  result_ = {};
+  extra_checks.clear();
+  released_ = true;
+}
+
+void OpBackward::check_versions() const {
+  for (size_t i = 0; i < saved_.size(); ++i)
+    if (i < next.size()) saved_[i].check(next[i].fn.get(), next[i].input_nr);
+  result_.check(this, 0);
+  GradFn::check_versions();
+}
 
 std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
   std::vector<TensorImplPtr> out(next.size());
@@ -85,15 +148,18 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
          "they were freed) at %s. Saved values are freed by backward() and autograd::grad(); "
          "pass retain_graph=true to the first call if you need to go through the graph again",
          name());
+  check_versions();
   std::vector<TensorImplPtr> inputs;
   inputs.reserve(saved_.size());
   std::string n = name();
-  for (const auto& s : saved_) inputs.push_back(s.unpack(n.c_str()));
+  for (size_t i = 0; i < saved_.size(); ++i) inputs.push_back(saved_[i].unpack(next[i]));
+  // The result is re-attached to this node (PyTorch stores it without its grad_fn).
+  TensorImplPtr result = result_.unpack({GradFnPtr(this), 0});
   std::vector<bool> needs(next.size());
   for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].fn != nullptr;
   Formula f = formula(op_);
   if (f == nullptr) fail("%s: the op %s has no derivative formula", n, op_name(op_));
-  FormulaArgs args{op_, attrs_, inputs, input_info_, grads[0], outputs[0], needs};
+  FormulaArgs args{op_, attrs_, inputs, input_info_, grads[0], outputs[0], needs, result};
   out = f(args);
   out.resize(next.size());
   for (size_t i = 0; i < out.size(); ++i) {

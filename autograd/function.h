@@ -37,6 +37,39 @@ struct OutputInfo {
 
 using Hook = std::function<TensorImplPtr(const TensorImplPtr&)>;
 
+// A tensor a backward node keeps (PyTorch's SavedVariable). It holds the value as of the
+// save: IR value nodes are immutable, so a later in-place write (which gives the alias group a
+// new value) cannot change what the formula computes with. It also holds the alias group and
+// the version the group had then; `checked` entries are the ones PyTorch saves, and backward
+// fails when their group's version moved (any alias counts: views, detach(), the tensor).
+// Holding the group (not the TensorImpl) keeps a saved output from owning its own grad_fn
+// (output -> meta -> grad_fn -> saved output would be a cycle), and keeps the group live so a
+// sync materializes the value instead of leaving it to be recomputed at backward.
+struct SavedVariable {
+  lazy::NodePtr value;          // null: nothing saved
+  Ref<lazy::AliasGroup> group;
+  int64_t version = 0;
+  bool checked = false;         // PyTorch saves it too: its version is checked at backward
+  bool wrapped = false;         // a wrapped number (x * 2.0): unpacked as one again
+
+  void save(const TensorImplPtr& t, bool check);
+  bool defined() const { return value != nullptr; }
+  // A fresh tensor with the saved value whose gradient flows through `edge` (the saved
+  // tensor's history at save time; a result is re-attached to its own node on unpack).
+  TensorImplPtr unpack(const Edge& edge) const;
+  // Throws PyTorch's "modified by an inplace operation" error when the version moved.
+  // `producer`: the saved tensor's grad_fn (null for leaves and tensors without history).
+  void check(const GradFn* producer, int output_nr) const;
+};
+
+// A tensor saved for the version check only, with who produced it (the error names it). A
+// composite op (log_softmax, layer_norm, ...) puts PyTorch's saved set on its result's node.
+struct SavedCheck {
+  SavedVariable saved;
+  Edge producer;           // null fn with own_output: the node holding this check
+  bool own_output = false;
+};
+
 class GradFn : public RefCounted {
  public:
   // One gradient per output (null = zero) -> one gradient per edge (null = none).
@@ -45,6 +78,10 @@ class GradFn : public RefCounted {
   // Drops saved values after a backward without retain_graph.
   virtual void release_saved() {}
   virtual bool released() const { return false; }
+  // Throws when a tensor this node saved was modified in place since (run by the engine for
+  // every node of a backward before any node runs, so a failing backward changes nothing).
+  virtual void check_versions() const;
+  virtual bool is_accumulator() const { return false; }
 
   absl::InlinedVector<Edge, 3> next;
   absl::InlinedVector<OutputInfo, 1> outputs;
@@ -54,6 +91,7 @@ class GradFn : public RefCounted {
   // Non-leaf tensors that asked retain_grad(): their .grad is set from the incoming gradient.
   std::vector<std::pair<int, lazy::TensorImpl*>> retained;
   uint64_t sequence_nr = 0;
+  std::vector<SavedCheck> extra_checks;  // empty for almost every node
 
  protected:
   GradFn();
@@ -77,15 +115,8 @@ AutogradMeta& ensure_meta(TensorImpl& t);
 bool requires_grad(const TensorImpl& t);
 // The edge through which a gradient for `t` flows (its grad_fn, or its AccumulateGrad).
 Edge gradient_edge(const TensorImplPtr& t);
-
-// A saved input: the tensor plus the version it had, so modifications are caught.
-struct SavedVariable {
-  TensorImplPtr tensor;
-  int64_t version = 0;
-  SavedVariable() = default;
-  explicit SavedVariable(const TensorImplPtr& t);
-  TensorImplPtr unpack(const char* fn_name) const;  // throws if modified in place since
-};
+// The sequence number the next node will get (nodes made after it compare >=).
+uint64_t peek_sequence_nr();
 
 // Backward of an op of the table: calls the op's derivative formula (registered by the
 // public face, by op id).
@@ -97,27 +128,33 @@ struct FormulaArgs {
   const TensorImplPtr& grad;                 // gradient of the (single) output
   const OutputInfo& output;
   const std::vector<bool>& needs;            // which inputs need a gradient
+  const TensorImplPtr& result;               // the unpacked saved result (null where not saved)
 };
 using Formula = std::vector<TensorImplPtr> (*)(const FormulaArgs&);
-// `saved`: bit i set when the formula reads the value of input i (others are not saved, so
-// overwriting them in place later is fine, as in PyTorch).
-void register_formula(OpId op, Formula f, uint32_t saved = ~0u);
+void register_formula(OpId op, Formula f);
 Formula formula(OpId op);
-uint32_t saved_inputs(OpId op);
+
+// PyTorch's node name for an op: "log_softmax" -> "LogSoftmaxBackward0".
+std::string backward_name(OpId op);
 
 class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
-  OpBackward(OpId op, Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
+  OpBackward(OpId op, Attrs attrs) : op_(op), name_op_(op), attrs_(std::move(attrs)) {}
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;
-  std::string name() const override;
-  void release_saved() override { saved_.clear(); released_ = true; }
+  std::string name() const override { return backward_name(name_op_); }
+  void release_saved() override;
   bool released() const override { return released_; }
+  void check_versions() const override;
+  // A composite op whose result this node made names it (LogSoftmaxBackward0, not SubBackward0).
+  void set_name_op(OpId op) { name_op_ = op; }
 
   absl::InlinedVector<SavedVariable, 3> saved_;  // one per input; empty where no value is needed
   absl::InlinedVector<OutputInfo, 3> input_info_;
+  SavedVariable result_;                         // the output, where the formula or PyTorch keeps it
 
  private:
   OpId op_;
+  OpId name_op_;
   Attrs attrs_;
   bool released_ = false;
 };

@@ -40,14 +40,14 @@ Tensor logsumexp_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   // The max only shifts for stability: its gradient cancels exactly, so it is detached.
   Tensor m = amax(x, dims_of(a), true).detach();
-  Tensor r = log(sum(exp(x - m), dims_of(a), true)) + m;
-  if (!a.flag) {
-    Shape out;
-    for (int64_t d = 0; d < x.dim(); ++d)
-      if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end()) out.push_back(x.shape()[d]);
-    r = r.reshape(out);
-  }
-  return r;
+  Tensor e = exp(x - m);
+  if (a.flag) return log(sum(e, dims_of(a), true)) + m;
+  // Reduced without keepdim (not reshaped at the end), so the result is a fresh tensor, not
+  // a view: PyTorch's node saves it and checks its version.
+  Shape out;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end()) out.push_back(x.shape()[d]);
+  return log(sum(e, dims_of(a), false)) + m.reshape(out);
 }
 
 Tensor softmax_impl(In in, const Attrs& a) {

@@ -1,7 +1,9 @@
 // Derivative formulas, one per differentiable primitive of the op table, written with the
 // public ops: the backward pass is lazy IR, batches with the forward pass, and can itself be
-// differentiated (create_graph). Formulas recompute cheap forward values from the saved
-// inputs instead of saving outputs (bandwidth is the limit; fusion makes recompute free).
+// differentiated (create_graph). Each formula reads what PyTorch's node saves (self, other or
+// result: sloth/saved_tensors.cc decides, per op, and the version check follows the same
+// choice); a result is re-attached to its own node on unpack, so create_graph differentiates
+// through it as PyTorch does.
 #include <cmath>
 
 #include "autograd/function.h"
@@ -28,22 +30,24 @@ Tensor zeros_for(const FormulaArgs& a, int i) {
 Tensor mask_of(const Tensor& cond, DType d) { return cond.to(d); }
 
 Grads unary(const FormulaArgs& a) {
-  Tensor x = in(a, 0), g = grad(a);
-  const DType d = g.dtype();
+  Tensor x = in(a, 0), g = grad(a), y(a.result);
   Tensor r;
   switch (a.op) {
     case OpId::kNeg: r = -g; break;
     case OpId::kAbs: r = g * sign(x); break;
-    case OpId::kExp: r = g * exp(x); break;
+    case OpId::kExp: r = g * y; break;
     case OpId::kLog: r = g / x; break;
     case OpId::kLog1p: r = g / (x + 1.0); break;
-    case OpId::kSqrt: r = g * rsqrt(x) * 0.5; break;
-    case OpId::kRsqrt: r = g * rsqrt(x) / x * -0.5; break;
+    case OpId::kSqrt: r = g / (y * 2.0); break;
+    case OpId::kRsqrt: r = g * y * y * y * -0.5; break;
     case OpId::kSin: r = g * cos(x); break;
     case OpId::kCos: r = -g * sin(x); break;
-    case OpId::kTanh: { Tensor t = tanh(x); r = g * (1.0 - t * t); break; }
-    case OpId::kSigmoid: { Tensor s = sigmoid(x); r = g * s * (1.0 - s); break; }
-    case OpId::kRelu: r = g * mask_of(x > 0.0, d); break;
+    case OpId::kTanh: r = g * (1.0 - y * y); break;
+    case OpId::kSigmoid: r = g * (1.0 - y) * y; break;
+    // result > 0 is sign(result) (result >= 0). Written with sign, which is differentiable
+    // (with derivative 0), the gradient stays connected to the result as PyTorch's
+    // threshold_backward(grad, result) is: under create_graph it requires grad.
+    case OpId::kRelu: r = g * sign(y); break;
     case OpId::kGelu: {
       Tensor cdf = (erf(x * M_SQRT1_2) + 1.0) * 0.5;
       Tensor pdf = exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
@@ -53,7 +57,7 @@ Grads unary(const FormulaArgs& a) {
     case OpId::kSilu: { Tensor s = sigmoid(x); r = g * s * (1.0 + x * (1.0 - s)); break; }
     case OpId::kErf: r = g * exp(-(x * x)) * M_2_SQRTPI; break;
     case OpId::kSquare: r = g * x * 2.0; break;
-    case OpId::kReciprocal: r = -g / (x * x); break;
+    case OpId::kReciprocal: r = -g * y * y; break;
     case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound: r = g * 0.0; break;
     case OpId::kCast: r = g; break;
     default: fail("internal: no unary formula for %s", op_name(a.op));
@@ -148,21 +152,28 @@ Grads reduce_grad(const FormulaArgs& a) {
   }
 }
 
+// Each operand is saved only when the other needs a gradient (as PyTorch), so shapes come
+// from input_info, never from an operand that may not be there.
 Grads matmul_grad(const FormulaArgs& a) {
   Tensor x = in(a, 0), y = in(a, 1), g = grad(a);
-  if (x.dim() == 1 && y.dim() == 1)
+  const Shape &xs = a.input_info[0].shape, &ys = a.input_info[1].shape;
+  const size_t dx = xs.size(), dy = ys.size();
+  if (dx == 1 && dy == 1)
     return {a.needs[0] ? ptr(g * y) : nullptr, a.needs[1] ? ptr(g * x) : nullptr};
-  if (x.dim() == 2 && y.dim() == 2)  // the common case: no reshapes, nothing to sum
+  if (dx == 2 && dy == 2)  // the common case: no reshapes, nothing to sum
     return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr, a.needs[1] ? ptr(matmul(x.t(), g)) : nullptr};
-  Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x;
-  Tensor y2 = y.dim() == 1 ? y.unsqueeze(-1) : y;
+  auto as2 = [](Shape s, bool left) {
+    if (s.size() == 1) s.insert(left ? s.begin() : s.end(), 1);
+    return s;
+  };
+  const Shape x2s = as2(xs, true), y2s = as2(ys, false);
   Shape gs = g.shape();
-  if (x.dim() == 1) gs.insert(gs.end() - (y.dim() == 1 ? 0 : 1), 1);
-  if (y.dim() == 1) gs.push_back(1);
+  if (dx == 1) gs.insert(gs.end() - (dy == 1 ? 0 : 1), 1);
+  if (dy == 1) gs.push_back(1);
   Tensor g2 = g.reshape(gs);
   Tensor gx, gy;
-  if (a.needs[0]) gx = sum_to(matmul(g2, y2.transpose(-1, -2)), x2.shape()).reshape(x.shape());
-  if (a.needs[1]) gy = sum_to(matmul(x2.transpose(-1, -2), g2), y2.shape()).reshape(y.shape());
+  if (a.needs[0]) gx = sum_to(matmul(g2, y.reshape(y2s).transpose(-1, -2)), x2s).reshape(xs);
+  if (a.needs[1]) gy = sum_to(matmul(x.reshape(x2s).transpose(-1, -2), g2), y2s).reshape(ys);
   return {ptr(gx), ptr(gy)};
 }
 
@@ -255,26 +266,6 @@ TensorImplPtr math_detach(const TensorImplPtr& t) { return Tensor(t).detach().im
 TensorImplPtr math_ones_like(const TensorImplPtr& t) { return ones_like(Tensor(t)).impl(); }
 TensorImplPtr math_cast(const TensorImplPtr& t, DType d) { return Tensor(t).to(d).impl(); }
 
-// Which inputs' values each formula reads (bit i: input i). Views, sums, adds and the like
-// need only shapes, so later in-place writes to their inputs do not invalidate backward.
-uint32_t saved_mask(OpId op) {
-  switch (op) {
-    case OpId::kNeg: case OpId::kCast: case OpId::kSign: case OpId::kFloor: case OpId::kCeil:
-    case OpId::kRound: case OpId::kAdd: case OpId::kSub: case OpId::kSum: case OpId::kCat:
-    case OpId::kClone:
-      return 0;
-    case OpId::kWhere: return 1u << 0;
-    case OpId::kIndexSelect: case OpId::kGather: case OpId::kScatterAdd: case OpId::kIndexAdd:
-    case OpId::kIndexPut:
-      return 1u << 1;
-    default: break;
-  }
-  switch (op_info(op).category) {
-    case OpCategory::View: case OpCategory::Scatter: return 0;
-    default: return ~0u;
-  }
-}
-
 struct Register {
   Register() {
     autograd::set_grad_math({math_add, math_zeros, math_detach, math_ones_like, math_cast});
@@ -297,7 +288,7 @@ struct Register {
       if (info.id == OpId::kClamp) f = clamp_grad;
       if (info.id == OpId::kCat) f = cat_grad;
       if (info.id == OpId::kClone) f = clone_grad;
-      register_formula(info.id, f, saved_mask(info.id));
+      register_formula(info.id, f);
     }
   }
 } register_formulas;

@@ -11,6 +11,7 @@
 #include "lazy/scheduler.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/ops.h"
+#include "sloth/saved_tensors.h"
 #include "sloth/view_autograd.h"
 
 namespace sloth {
@@ -62,22 +63,29 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
   return any;
 }
 
-// Attaches `op`'s backward to `result` when an operand requires grad.
+// Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
+// PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
 void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
   Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
   fn->next.reserve(in.size());
-  fn->saved_.reserve(in.size());
+  fn->saved_.resize(in.size());
   fn->input_info_.reserve(in.size());
-  const uint32_t saved = autograd::saved_inputs(op);
+  uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
     const TensorImplPtr& ti = t.impl();
     bool differentiable = is_floating(ti->dtype) && autograd::requires_grad(*ti);
     fn->next.push_back(differentiable ? internal::gradient_edge_of(t) : autograd::Edge{});
-    fn->saved_.emplace_back(i < 32 && (saved >> i & 1) ? ti : TensorImplPtr());
+    if (differentiable && i < 32) needs |= 1u << i;
     fn->input_info_.push_back({ti->shape, ti->dtype, ti->group->device});
+  }
+  const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
+  for (size_t i = 0; i < in.size() && i < 32; ++i)
+    if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
+  if (plan.result_value || plan.result_check) {
+    fn->result_.save(result.impl(), plan.result_check);
   }
   fn->outputs.push_back({result.shape(), result.dtype(), result.device()});
   auto& m = autograd::ensure_meta(*result.impl());
@@ -269,16 +277,38 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   if (track && si.is_view()) {
     internal::rebase_view_history(self, r);  // CopySlices on the base, before the write
   }
+  // copy_, fill_ and zero_ discard self's old value: their node (CopyBackwards, ...) still
+  // links to self's old history with a zero gradient, so self stays a non-leaf and upstream
+  // leaves get a defined zero gradient, as in PyTorch.
+  autograd::Edge old_self;
+  auto* rm = autograd::meta(*r.impl());
+  const bool overwrite = track && !si.is_view() &&
+                         (op == OpId::kCopy_ || op == OpId::kFill_ || op == OpId::kZero_ ||
+                          !(rm && rm->grad_fn));
+  if (overwrite) old_self = internal::gradient_edge_of(self);
   si.write(r.impl()->value());
   if (track) {
+    // A node that saved its result (relu_) saved the tensor it wrote: check that one.
+    if (rm && rm->grad_fn)
+      if (auto* ob = dynamic_cast<autograd::OpBackward*>(rm->grad_fn.get());
+          ob != nullptr && ob->result_.group == r.impl()->group) {
+        ob->result_.group = si.group;
+        ob->result_.version = si.group->version;
+      }
     if (si.is_view()) {
       internal::refresh_view_grad_fn(self);
+    } else if (overwrite) {
+      auto& m = autograd::ensure_meta(si);
+      autograd::Edge value = rm && rm->grad_fn ? internal::gradient_edge_of(r) : autograd::Edge{};
+      m.grad_fn = internal::overwrite_backward(op, old_self, std::move(value),
+                                               {si.shape, si.dtype, si.group->device});
+      m.output_nr = 0;
+      m.requires_grad = true;
     } else {
       auto& m = autograd::ensure_meta(si);
-      auto* rm = autograd::meta(*r.impl());
-      m.grad_fn = rm ? rm->grad_fn : nullptr;
-      m.output_nr = rm ? rm->output_nr : 0;
-      m.requires_grad = m.grad_fn != nullptr || m.requires_grad;
+      m.grad_fn = rm->grad_fn;
+      m.output_nr = rm->output_nr;
+      m.requires_grad = true;
     }
   }
   return self;
@@ -308,7 +338,10 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
     case OpCategory::Composite: {
       auto d = internal::decomposition(op);
       if (d == nullptr) fail("internal: %s has no decomposition", info.name);
+      const bool grad = autograd::is_grad_enabled() && any_requires_grad(in);
+      const uint64_t first_seq = grad ? autograd::peek_sequence_nr() : 0;
       result = d(in, attrs);
+      if (grad) internal::add_composite_checks(op, attrs, in, result, first_seq);
       break;
     }
     case OpCategory::View:

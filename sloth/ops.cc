@@ -75,7 +75,11 @@ SLOTH_UNARY(round, Round)
 
 Tensor sum(const Tensor& x) { return call_op(OpId::kSum, {x}, reduce_attrs({}, false)); }
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kSum, {x}, reduce_attrs(dims, keepdim)); }
-Tensor mean(const Tensor& x) { return call_op(OpId::kMean, {x}, reduce_attrs({}, false)); }
+Tensor mean(const Tensor& x) {
+  Attrs a = reduce_attrs({}, false);
+  a.i3 = 1;  // no dims given: PyTorch's mean() saves nothing, mean(x, dims) saves x
+  return call_op(OpId::kMean, {x}, a);
+}
 Tensor mean(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kMean, {x}, reduce_attrs(dims, keepdim)); }
 Tensor amax(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kAmax, {x}, reduce_attrs(dims, keepdim)); }
 Tensor amin(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kAmin, {x}, reduce_attrs(dims, keepdim)); }

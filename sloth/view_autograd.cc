@@ -51,6 +51,21 @@ class CopySlices final : public autograd::GradFn {
   autograd::OutputInfo view_;
 };
 
+class OverwriteBackward final : public autograd::GradFn {
+ public:
+  explicit OverwriteBackward(OpId op) : op_(op) {}
+  std::string name() const override { return autograd::backward_name(op_); }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    if (grads.empty() || !grads[0]) return {nullptr, nullptr};
+    Tensor g(grads[0]);
+    Tensor old = next[0].fn ? zeros_like(g) : Tensor();
+    return {old.defined() ? old.impl() : nullptr, next[1].fn ? grads[0] : nullptr};
+  }
+
+ private:
+  OpId op_;
+};
+
 autograd::OutputInfo info_of(const lazy::TensorImpl& t) {
   return {t.shape, t.dtype, t.group->device};
 }
@@ -111,6 +126,14 @@ void refresh_view_grad_fn(const Tensor& view) {
   fn->outputs.push_back(info_of(vi));
   m.grad_fn = fn;
   m.output_nr = 0;
+}
+
+autograd::GradFnPtr overwrite_backward(OpId op, autograd::Edge old_self, autograd::Edge value,
+                                       autograd::OutputInfo self) {
+  Ref<OverwriteBackward> fn(new OverwriteBackward(op));
+  fn->next = {std::move(old_self), std::move(value)};
+  fn->outputs.push_back(std::move(self));
+  return fn;
 }
 
 Tensor replay_chain(const Tensor& base, absl::Span<const ViewStep> chain) {

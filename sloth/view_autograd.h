@@ -19,6 +19,12 @@ void rebase_view_history(const Tensor& view, const Tensor& r);
 // After a write: the view's grad_fn is its chain replayed on the base's current history.
 void refresh_view_grad_fn(const Tensor& view);
 
+// The node of an in-place write that discards self's old value (copy_, fill_, zero_): the
+// old history gets a zero gradient (so it stays connected, as PyTorch's CopyBackwards,
+// FillBackward, ZeroBackward0), the written value the incoming one.
+autograd::GradFnPtr overwrite_backward(OpId op, autograd::Edge old_self, autograd::Edge value,
+                                       autograd::OutputInfo self);
+
 // Functional helpers over a view chain, written with public ops (so they are differentiable).
 Tensor replay_chain(const Tensor& base, absl::Span<const lazy::ViewStep> chain);
 // `base` with the chain's window replaced by `src`; an Expand step sums (gradient semantics).

@@ -1,0 +1,32 @@
+// What each op's backward node saves, per PyTorch 1.13 (../shared/notes/SAVED_TENSORS.md):
+// the values its formula reads, and the subset PyTorch saves, whose in-place modification
+// after the op makes backward fail. One table for primitives (kept by their OpBackward) and
+// composites (PyTorch's node for the whole op: the checks go on the node of its result).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+#include "core/attrs.h"
+#include "core/op_table.h"
+#include "sloth/tensor.h"
+
+namespace sloth::internal {
+
+struct SavePlan {
+  uint32_t value = 0;          // bit i: the formula reads input i
+  uint32_t check = 0;          // bit i: PyTorch saves input i (version-checked at backward)
+  bool result_value = false;   // the formula reads the result
+  bool result_check = false;   // PyTorch saves the result
+};
+
+// `needs` bit i: input i requires grad (PyTorch's ⟨b⟩ conditions depend on it).
+SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs);
+
+// After a composite op ran: puts PyTorch's saved set for it (inputs and result, checks only)
+// on the node of `result`, when that node was made by this call (sequence_nr >= first_seq),
+// and names the node after the composite.
+void add_composite_checks(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                          const Tensor& result, uint64_t first_seq);
+
+}  // namespace sloth::internal
