@@ -27,6 +27,9 @@ Tensor wrap_scalar(const Scalar& v);
 // Throws when `v` cannot be stored as `d` without overflow (as c10::checked_convert does for
 // fill_, full and masked_fill): 2^40 into int32, 1e300 into float32, NaN into int64.
 void check_fits(const char* op, const Scalar& v, DType d);
+// `v` (already converted to `d`) as an operand of a tensor of dtype `d` on `device`: a wrapped
+// number when a double holds it exactly, else an exact 0-dim tensor (int64 beyond 2^53).
+Tensor exact_operand(const Scalar& v, DType d, Device device);
 
 namespace internal {
 // Composite ops register their decomposition here (sloth/composites.cc), by op id.

@@ -143,6 +143,9 @@ Tensor zeros(Shape shape, TensorOptions o) { return full(std::move(shape), 0.0, 
 Tensor ones(Shape shape, TensorOptions o) { return full(std::move(shape), 1.0, o.dtype(float_or(o))); }
 
 Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) {
+  return arange(start, end, 1, o);
+}
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   auto spec = range_rule(start, end, step, o.has_dtype_ ? std::optional<DType>(o.dtype_) : std::nullopt);
   throw_if_error(spec.status());

@@ -137,7 +137,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& v) {
   // The value is stored as x's dtype (2.5 into int64 is 2), converted once here, not through
   // a float32 where() that would round large integers.
   check_fits("masked_fill", v, x.dtype());
-  return call_op(OpId::kMaskedFill, {x, mask, wrap_scalar(v.converted_to(x.dtype()))});
+  return call_op(OpId::kMaskedFill,
+                 {x, mask, exact_operand(v.converted_to(x.dtype()), x.dtype(), x.device())});
 }
 
 Tensor slice_scatter(const Tensor& base, const Tensor& src, int64_t dim, int64_t start,

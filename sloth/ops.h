@@ -158,6 +158,7 @@ Tensor ones(Shape shape, TensorOptions = {});
 Tensor full(Shape shape, const Scalar& value, TensorOptions = {});
 Tensor arange(const Scalar& end, TensorOptions = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions = {});
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions);  // step 1 (LibTorch's)
 Tensor linspace(double start, double end, int64_t steps, TensorOptions = {});
 Tensor eye(int64_t n, TensorOptions = {});
 void manual_seed(uint64_t seed);

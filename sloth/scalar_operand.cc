@@ -2,6 +2,7 @@
 // is the kind the caller wrote, so promotion sees 2 and 2.0 differently (PyTorch's rule).
 #include "lazy/tensor_impl.h"
 #include "sloth/dispatch.h"
+#include "sloth/ops.h"
 
 namespace sloth {
 
@@ -19,6 +20,11 @@ void check_fits(const char* op, const Scalar& v, DType d) {
     fail("%s: value %s cannot be converted to %s without overflow; use a wider dtype (kInt64, "
          "kFloat64) or a value in range",
          op, v.to_string(), dtype_name(d));
+}
+
+Tensor exact_operand(const Scalar& v, DType d, Device device) {
+  if (v.exact_in_double()) return wrap_scalar(v);
+  return full({}, v, TensorOptions().dtype(d).device(device));
 }
 
 namespace internal {

@@ -368,8 +368,12 @@ Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
 }
 Tensor& Tensor::relu_() { call_op(OpId::kRelu_, {*this}); return *this; }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
-  if (defined()) check_fits("masked_fill_", v, dtype());
-  call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(defined() ? v.converted_to(dtype()) : v)});
+  if (!defined()) {
+    call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(v)});  // names the undefined operand
+    return *this;
+  }
+  check_fits("masked_fill_", v, dtype());
+  call_op(OpId::kMaskedFill_, {*this, mask, exact_operand(v.converted_to(dtype()), dtype(), device())});
   return *this;
 }
 Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
