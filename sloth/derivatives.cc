@@ -230,7 +230,7 @@ Grads index_grad(const FormulaArgs& a) {
               a.needs[2] ? ptr(index_select(g, dim, in(a, 1))) : nullptr};
     case OpId::kIndexPut: {
       Tensor idx = in(a, 1);
-      idx = where(idx < 0.0, idx + static_cast<double>(a.input_info[0].shape[0]), idx);
+      idx = where(idx < 0, idx + a.input_info[0].shape[0], idx);
       Tensor gb, gv;
       if (a.needs[0]) {
         Shape zs = a.input_info[0].shape;

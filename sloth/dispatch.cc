@@ -316,8 +316,6 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
 
 }  // namespace
 
-Tensor wrap_scalar(double v) { return Tensor(TensorImpl::wrapped_scalar(v)); }
-
 Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   const OpInfo& info = op_info(op);
   absl::InlinedVector<TensorMeta, 4> metas;

@@ -9,6 +9,7 @@
 
 #include "core/attrs.h"
 #include "core/op_table.h"
+#include "core/scalar.h"
 #include "sloth/tensor.h"
 
 namespace sloth {
@@ -18,9 +19,17 @@ Tensor call_op(OpId op, absl::Span<const Tensor> inputs, Attrs attrs = {});
 // Split and Chunk: the list of views.
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs);
 // A C++ number as an operand. It is data (a Scalar leaf), so changing it between steps does
-// not change the graph; integral values act as int64 and others as float64 "wrapped numbers"
-// in type promotion (like Python numbers in PyTorch).
-Tensor wrap_scalar(double v);
+// not change the graph. In type promotion it is a "wrapped number" of the kind the caller
+// wrote (like a Python number in PyTorch): 2 acts as int64, 2.0 as a float (it never widens
+// a float32 tensor), true as bool. The value travels as a double: exact up to 2^53.
+// (sloth/scalar_operand.cc)
+Tensor wrap_scalar(const Scalar& v);
+// Throws when `v` cannot be stored as `d` without overflow (as c10::checked_convert does for
+// fill_, full and masked_fill): 2^40 into int32, 1e300 into float32, NaN into int64.
+void check_fits(const char* op, const Scalar& v, DType d);
+// `v` (already converted to `d`) as an operand of a tensor of dtype `d` on `device`: a wrapped
+// number when a double holds it exactly, else an exact 0-dim tensor (int64 beyond 2^53).
+Tensor exact_operand(const Scalar& v, DType d, Device device);
 
 namespace internal {
 // Composite ops register their decomposition here (sloth/composites.cc), by op id.
@@ -29,6 +38,10 @@ void register_decomposition(OpId op, Decomposition d);
 Decomposition decomposition(OpId op);
 // Materializes `t`'s data (a sync of just what it needs).
 void sync_tensor(const Tensor& t);
+// add/sub's `b * alpha` (b itself when alpha is 1). alpha takes no part in promotion (as in
+// PyTorch), so it must not be of a higher category than the result: throws for a floating
+// alpha with integer tensors and a bool alpha with non-bool ones. (sloth/scalar_operand.cc)
+Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op);
 }  // namespace internal
 
 }  // namespace sloth

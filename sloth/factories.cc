@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "autograd/grad_mode.h"
+#include "core/range_rule.h"
 #include "lazy/backend.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/autograd_api.h"
@@ -73,6 +74,11 @@ Tensor random_op(OpId op, const Shape& shape, DType dtype, Attrs a) {
 
 DType float_or(const TensorOptions& o) { return o.has_dtype_ ? o.dtype_ : kDefaultFloat; }
 
+// The dtype a factory gives a lone number (torch.full): bool, int64 or the default float.
+DType default_dtype(const Scalar& v) {
+  return v.is_boolean() ? DType::kBool : v.is_integral() ? DType::kInt64 : kDefaultFloat;
+}
+
 }  // namespace
 
 bool cuda_is_available() { return lazy::has_backend(DeviceType::kCUDA); }
@@ -116,27 +122,45 @@ Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)
   return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu()));
 }
 
-Tensor full(Shape shape, double value, TensorOptions o) {
-  DType d = o.has_dtype_ ? o.dtype_ : kDefaultFloat;
-  return finish(call_op(OpId::kFull, {wrap_scalar(value)}, shape_attrs(shape, d)), o);
+Tensor full(Shape shape, const Scalar& value, TensorOptions o) {
+  const DType d = o.has_dtype_ ? o.dtype_ : default_dtype(value);
+  check_fits("full", value, d);
+  const Scalar v = value.converted_to(d);
+  // Lazy operands travel as doubles; an int64 beyond 2^53 is written on the host instead (a
+  // data leaf rather than a full op: exact, at the price of an eager allocation).
+  if (!v.exact_in_double()) {
+    for (int64_t s : shape)
+      if (s < 0) fail("full: negative size %d in shape %s", s, shape_str(shape));
+    std::vector<int64_t> values(static_cast<size_t>(numel(shape)), v.to<int64_t>());
+    return finish(host_tensor(values.data(), numel(shape), shape, d), o);
+  }
+  return finish(call_op(OpId::kFull, {wrap_scalar(v)}, shape_attrs(shape, d)), o);
 }
-Tensor empty(Shape shape, TensorOptions o) { return full(std::move(shape), 0, o); }
-Tensor zeros(Shape shape, TensorOptions o) { return full(std::move(shape), 0, o); }
-Tensor ones(Shape shape, TensorOptions o) { return full(std::move(shape), 1, o); }
+// Unlike full(), these are floating unless told otherwise (torch.zeros): the 0 and 1 below
+// are written as doubles so their kind does not pick the dtype.
+Tensor empty(Shape shape, TensorOptions o) { return full(std::move(shape), 0.0, o.dtype(float_or(o))); }
+Tensor zeros(Shape shape, TensorOptions o) { return full(std::move(shape), 0.0, o.dtype(float_or(o))); }
+Tensor ones(Shape shape, TensorOptions o) { return full(std::move(shape), 1.0, o.dtype(float_or(o))); }
 
-Tensor arange(double end, TensorOptions o) { return arange(0, end, 1, o); }
-Tensor arange(double start, double end, double step, TensorOptions o) {
-  if (step == 0) fail("arange: step must be nonzero");
-  if (!std::isfinite(start) || !std::isfinite(end))
-    fail("arange: start (%g) and end (%g) must be finite", start, end);
-  if ((end - start) / step < 0)
-    fail("arange: upper bound and larger bound inconsistent with step sign (start %g, end %g, "
-         "step %g)",
-         start, end, step);
-  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-  bool integral = start == std::trunc(start) && end == std::trunc(end) && step == std::trunc(step);
-  DType d = o.has_dtype_ ? o.dtype_ : integral ? DType::kInt64 : kDefaultFloat;
-  return finish(call_op(OpId::kArange, {wrap_scalar(start), wrap_scalar(step)}, shape_attrs({n}, d)), o);
+Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) {
+  return arange(start, end, 1, o);
+}
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
+  auto spec = range_rule(start, end, step, o.has_dtype_ ? std::optional<DType>(o.dtype_) : std::nullopt);
+  throw_if_error(spec.status());
+  const RangeSpec& r = *spec;
+  if (!r.exact_in_double()) {
+    // The lazy op's operands are doubles; integers beyond 2^52 are computed here, exactly.
+    std::vector<int64_t> values(static_cast<size_t>(r.n));
+    for (int64_t i = 0; i < r.n; ++i) values[i] = r.start_i + i * r.step_i;
+    return finish(host_tensor(values.data(), r.n, {r.n}, r.dtype), o);
+  }
+  const Scalar first = r.integral() ? Scalar(r.start_i) : Scalar(r.start_d);
+  const Scalar step_v = r.integral() ? Scalar(r.step_i) : Scalar(r.step_d);
+  return finish(call_op(OpId::kArange, {wrap_scalar(first), wrap_scalar(step_v)},
+                        shape_attrs({r.n}, r.dtype)),
+                o);
 }
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   if (steps < 0) fail("linspace: number of steps must be non-negative, got %d", steps);
@@ -166,7 +190,7 @@ Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
 
 Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
 Tensor ones_like(const Tensor& x) { return ones(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
-Tensor full_like(const Tensor& x, double v) { return full(x.shape(), v, TensorOptions().dtype(x.dtype()).device(x.device())); }
+Tensor full_like(const Tensor& x, const Scalar& v) { return full(x.shape(), v, TensorOptions().dtype(x.dtype()).device(x.device())); }
 Tensor empty_like(const Tensor& x) { return zeros_like(x); }
 Tensor rand_like(const Tensor& x) { return rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }
 Tensor randn_like(const Tensor& x) { return randn(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }

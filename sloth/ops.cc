@@ -20,21 +20,21 @@ Attrs dim_attrs(int64_t dim) {
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, double alpha) {
-  return call_op(OpId::kAdd, {a, alpha == 1 ? b : call_op(OpId::kMul, {b, wrap_scalar(alpha)})});
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return call_op(OpId::kAdd, {a, internal::scaled_by_alpha(a, b, alpha, "add")});
 }
-Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
-  return call_op(OpId::kSub, {a, alpha == 1 ? b : call_op(OpId::kMul, {b, wrap_scalar(alpha)})});
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return call_op(OpId::kSub, {a, internal::scaled_by_alpha(a, b, alpha, "sub")});
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return call_op(OpId::kMul, {a, b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return call_op(OpId::kDiv, {a, b}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return call_op(OpId::kPow, {a, b}); }
-Tensor pow(const Tensor& a, double b) { return call_op(OpId::kPow, {a, wrap_scalar(b)}); }
+Tensor pow(const Tensor& a, const Scalar& b) { return call_op(OpId::kPow, {a, wrap_scalar(b)}); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return call_op(OpId::kMaximum, {a, b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return call_op(OpId::kMinimum, {a, b}); }
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return call_op(OpId::kWhere, {c, a, b}); }
-Tensor where(const Tensor& c, const Tensor& a, double b) { return call_op(OpId::kWhere, {c, a, wrap_scalar(b)}); }
-Tensor where(const Tensor& c, double a, const Tensor& b) { return call_op(OpId::kWhere, {c, wrap_scalar(a), b}); }
+Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) { return call_op(OpId::kWhere, {c, a, wrap_scalar(b)}); }
+Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) { return call_op(OpId::kWhere, {c, wrap_scalar(a), b}); }
 Tensor eq(const Tensor& a, const Tensor& b) { return call_op(OpId::kEq, {a, b}); }
 Tensor ne(const Tensor& a, const Tensor& b) { return call_op(OpId::kNe, {a, b}); }
 Tensor lt(const Tensor& a, const Tensor& b) { return call_op(OpId::kLt, {a, b}); }
@@ -44,7 +44,7 @@ Tensor ge(const Tensor& a, const Tensor& b) { return call_op(OpId::kGe, {a, b});
 Tensor logical_and(const Tensor& a, const Tensor& b) { return call_op(OpId::kLogicalAnd, {a, b}); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return call_op(OpId::kLogicalOr, {a, b}); }
 Tensor logical_not(const Tensor& a) { return call_op(OpId::kLogicalNot, {a}); }
-Tensor clamp(const Tensor& x, double lo, double hi) {
+Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
   return call_op(OpId::kClamp, {x, wrap_scalar(lo), wrap_scalar(hi)});
 }
 
@@ -136,8 +136,13 @@ Tensor index_put(const Tensor& base, const Tensor& index, const Tensor& values) 
 }
 Tensor embedding(const Tensor& w, const Tensor& idx) { return call_op(OpId::kEmbedding, {w, idx}); }
 Tensor one_hot(const Tensor& idx, int64_t n) { return call_op(OpId::kOneHot, {idx}, dim_attrs(n)); }
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double v) {
-  return call_op(OpId::kMaskedFill, {x, mask, wrap_scalar(v)});
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& v) {
+  if (!x.defined()) return call_op(OpId::kMaskedFill, {x, mask, wrap_scalar(v)});  // names the error
+  // The value is stored as x's dtype (2.5 into int64 is 2), converted once here, not through
+  // a float32 where() that would round large integers.
+  check_fits("masked_fill", v, x.dtype());
+  return call_op(OpId::kMaskedFill,
+                 {x, mask, exact_operand(v.converted_to(x.dtype()), x.dtype(), x.device())});
 }
 
 Tensor slice_scatter(const Tensor& base, const Tensor& src, int64_t dim, int64_t start,
@@ -202,20 +207,20 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return call_op(OpId::kAdd, {a, wrap_scalar(b)}); }
-Tensor operator-(const Tensor& a, double b) { return call_op(OpId::kSub, {a, wrap_scalar(b)}); }
-Tensor operator*(const Tensor& a, double b) { return call_op(OpId::kMul, {a, wrap_scalar(b)}); }
-Tensor operator/(const Tensor& a, double b) { return call_op(OpId::kDiv, {a, wrap_scalar(b)}); }
-Tensor operator+(double a, const Tensor& b) { return call_op(OpId::kAdd, {wrap_scalar(a), b}); }
-Tensor operator-(double a, const Tensor& b) { return call_op(OpId::kSub, {wrap_scalar(a), b}); }
-Tensor operator*(double a, const Tensor& b) { return call_op(OpId::kMul, {wrap_scalar(a), b}); }
-Tensor operator/(double a, const Tensor& b) { return call_op(OpId::kDiv, {wrap_scalar(a), b}); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return call_op(OpId::kAdd, {a, wrap_scalar(b)}); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return call_op(OpId::kSub, {a, wrap_scalar(b)}); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return call_op(OpId::kMul, {a, wrap_scalar(b)}); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return call_op(OpId::kDiv, {a, wrap_scalar(b)}); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return call_op(OpId::kAdd, {wrap_scalar(a), b}); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return call_op(OpId::kSub, {wrap_scalar(a), b}); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return call_op(OpId::kMul, {wrap_scalar(a), b}); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return call_op(OpId::kDiv, {wrap_scalar(a), b}); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 #define SLOTH_CMP(opr, Id)                                                                 \
   Tensor operator opr(const Tensor& a, const Tensor& b) { return call_op(OpId::k##Id, {a, b}); } \
-  Tensor operator opr(const Tensor& a, double b) { return call_op(OpId::k##Id, {a, wrap_scalar(b)}); } \
-  Tensor operator opr(double a, const Tensor& b) { return call_op(OpId::k##Id, {wrap_scalar(a), b}); }
+  Tensor operator opr(const Tensor& a, const Scalar& b) { return call_op(OpId::k##Id, {a, wrap_scalar(b)}); } \
+  Tensor operator opr(const Scalar& a, const Tensor& b) { return call_op(OpId::k##Id, {wrap_scalar(a), b}); }
 SLOTH_CMP(==, Eq)
 SLOTH_CMP(!=, Ne)
 SLOTH_CMP(<, Lt)

@@ -10,17 +10,20 @@
 namespace sloth {
 
 // ---- elementwise (NumPy broadcasting, PyTorch type promotion) ----
-Tensor add(const Tensor& a, const Tensor& b, double alpha = 1);
-Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1);
+// Numbers are Scalars (core/scalar.h): what the caller wrote, an integer, a floating value or a
+// bool, decides promotion as in PyTorch (int64 tensor * 2 is int64, * 2.5 is float32).
+// alpha scales b; a floating alpha with integer tensors is an error, as in PyTorch.
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, double b);
+Tensor pow(const Tensor& a, const Scalar& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& cond, const Tensor& a, double b);
-Tensor where(const Tensor& cond, double a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
@@ -30,7 +33,7 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& a);
-Tensor clamp(const Tensor& x, double lo, double hi);
+Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor exp(const Tensor& x);
@@ -85,7 +88,7 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
 Tensor index_put(const Tensor& base, const Tensor& index, const Tensor& values);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t num_classes);
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 
 // ---- functional forms of views' inverses ----
 Tensor slice_scatter(const Tensor& base, const Tensor& src, int64_t dim, int64_t start,
@@ -112,14 +115,14 @@ Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator/(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
 Tensor operator==(const Tensor& a, const Tensor& b);
 Tensor operator!=(const Tensor& a, const Tensor& b);
@@ -127,18 +130,18 @@ Tensor operator<(const Tensor& a, const Tensor& b);
 Tensor operator<=(const Tensor& a, const Tensor& b);
 Tensor operator>(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, const Tensor& b);
-Tensor operator==(const Tensor& a, double b);
-Tensor operator!=(const Tensor& a, double b);
-Tensor operator<(const Tensor& a, double b);
-Tensor operator<=(const Tensor& a, double b);
-Tensor operator>(const Tensor& a, double b);
-Tensor operator>=(const Tensor& a, double b);
-Tensor operator==(double a, const Tensor& b);
-Tensor operator!=(double a, const Tensor& b);
-Tensor operator<(double a, const Tensor& b);
-Tensor operator<=(double a, const Tensor& b);
-Tensor operator>(double a, const Tensor& b);
-Tensor operator>=(double a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator==(const Scalar& a, const Tensor& b);
+Tensor operator!=(const Scalar& a, const Tensor& b);
+Tensor operator<(const Scalar& a, const Tensor& b);
+Tensor operator<=(const Scalar& a, const Tensor& b);
+Tensor operator>(const Scalar& a, const Tensor& b);
+Tensor operator>=(const Scalar& a, const Tensor& b);
 
 // ---- factories (TensorOptions last; float32 on the CPU by default) ----
 Tensor tensor(std::vector<double> values, Shape shape = {-1}, TensorOptions = {});
@@ -149,9 +152,13 @@ Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)
 Tensor empty(Shape shape, TensorOptions = {});
 Tensor zeros(Shape shape, TensorOptions = {});
 Tensor ones(Shape shape, TensorOptions = {});
-Tensor full(Shape shape, double value, TensorOptions = {});
-Tensor arange(double end, TensorOptions = {});
-Tensor arange(double start, double end, double step = 1, TensorOptions = {});
+// full: dtype from the options, else from the value's kind (bool, int64, default float).
+// arange: dtype from the options, else int64 when every argument is an integer and the
+// default float when any is floating. Integer results are exact for all int64 values.
+Tensor full(Shape shape, const Scalar& value, TensorOptions = {});
+Tensor arange(const Scalar& end, TensorOptions = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions = {});
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions);  // step 1 (LibTorch's)
 Tensor linspace(double start, double end, int64_t steps, TensorOptions = {});
 Tensor eye(int64_t n, TensorOptions = {});
 void manual_seed(uint64_t seed);
@@ -160,7 +167,7 @@ Tensor randn(Shape shape, TensorOptions = {});
 Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions = {});
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
-Tensor full_like(const Tensor& x, double value);
+Tensor full_like(const Tensor& x, const Scalar& value);  // x's dtype and device
 Tensor rand_like(const Tensor& x);
 Tensor randn_like(const Tensor& x);
 Tensor empty_like(const Tensor& x);

@@ -335,29 +335,46 @@ Tensor Tensor::base() const { return is_view() ? Tensor(impl()->view_base) : Ten
 
 // ---- in-place ----------------------------------------------------------------------------------
 Tensor& Tensor::copy_(const Tensor& src) { call_op(OpId::kCopy_, {*this, src}); return *this; }
-Tensor& Tensor::fill_(double v) { call_op(OpId::kFill_, {*this, wrap_scalar(v)}); return *this; }
+Tensor& Tensor::fill_(const Scalar& v) {
+  if (defined()) {
+    check_fits("fill_", v, dtype());
+    const Scalar stored = v.converted_to(dtype());
+    // Lazy operands are doubles: an int64 beyond 2^53 comes in as an exact 0-dim tensor.
+    if (!stored.exact_in_double())
+      return copy_(full({}, stored, TensorOptions().dtype(dtype()).device(device())));
+    call_op(OpId::kFill_, {*this, wrap_scalar(stored)});
+    return *this;
+  }
+  call_op(OpId::kFill_, {*this, wrap_scalar(v)});  // names the undefined operand
+  return *this;
+}
 Tensor& Tensor::zero_() { call_op(OpId::kZero_, {*this}); return *this; }
-Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  call_op(OpId::kAdd_, {*this, alpha == 1 ? o : o * alpha});
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  call_op(OpId::kAdd_, {*this, internal::scaled_by_alpha(*this, o, alpha, "add_")});
   return *this;
 }
-Tensor& Tensor::add_(double o) { call_op(OpId::kAdd_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::sub_(const Tensor& o, double alpha) {
-  call_op(OpId::kSub_, {*this, alpha == 1 ? o : o * alpha});
+Tensor& Tensor::add_(const Scalar& o) { call_op(OpId::kAdd_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  call_op(OpId::kSub_, {*this, internal::scaled_by_alpha(*this, o, alpha, "sub_")});
   return *this;
 }
-Tensor& Tensor::sub_(double o) { call_op(OpId::kSub_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::sub_(const Scalar& o) { call_op(OpId::kSub_, {*this, wrap_scalar(o)}); return *this; }
 Tensor& Tensor::mul_(const Tensor& o) { call_op(OpId::kMul_, {*this, o}); return *this; }
-Tensor& Tensor::mul_(double o) { call_op(OpId::kMul_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::mul_(const Scalar& o) { call_op(OpId::kMul_, {*this, wrap_scalar(o)}); return *this; }
 Tensor& Tensor::div_(const Tensor& o) { call_op(OpId::kDiv_, {*this, o}); return *this; }
-Tensor& Tensor::div_(double o) { call_op(OpId::kDiv_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::clamp_(double lo, double hi) {
+Tensor& Tensor::div_(const Scalar& o) { call_op(OpId::kDiv_, {*this, wrap_scalar(o)}); return *this; }
+Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
   call_op(OpId::kClamp_, {*this, wrap_scalar(lo), wrap_scalar(hi)});
   return *this;
 }
 Tensor& Tensor::relu_() { call_op(OpId::kRelu_, {*this}); return *this; }
-Tensor& Tensor::masked_fill_(const Tensor& mask, double v) {
-  call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(v)});
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+  if (!defined()) {
+    call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(v)});  // names the undefined operand
+    return *this;
+  }
+  check_fits("masked_fill_", v, dtype());
+  call_op(OpId::kMaskedFill_, {*this, mask, exact_operand(v.converted_to(dtype()), dtype(), device())});
   return *this;
 }
 Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
@@ -366,8 +383,8 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
 }
 
 // ---- members mirroring free functions ------------------------------------------------------------
-Tensor Tensor::add(const Tensor& o, double alpha) const { return sloth::add(*this, o, alpha); }
-Tensor Tensor::sub(const Tensor& o, double alpha) const { return sloth::sub(*this, o, alpha); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return sloth::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return sloth::sub(*this, o, alpha); }
 Tensor Tensor::mul(const Tensor& o) const { return sloth::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
 Tensor Tensor::neg() const { return sloth::neg(*this); }
@@ -391,8 +408,8 @@ Tensor Tensor::floor() const { return sloth::floor(*this); }
 Tensor Tensor::ceil() const { return sloth::ceil(*this); }
 Tensor Tensor::round() const { return sloth::round(*this); }
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
-Tensor Tensor::pow(double e) const { return sloth::pow(*this, e); }
-Tensor Tensor::clamp(double lo, double hi) const { return sloth::clamp(*this, lo, hi); }
+Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }
+Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return sloth::clamp(*this, lo, hi); }
 Tensor Tensor::matmul(const Tensor& o) const { return sloth::matmul(*this, o); }
 Tensor Tensor::mm(const Tensor& o) const { return sloth::mm(*this, o); }
 Tensor Tensor::sum() const { return sloth::sum(*this); }
@@ -418,7 +435,7 @@ Tensor Tensor::le(const Tensor& o) const { return sloth::le(*this, o); }
 Tensor Tensor::gt(const Tensor& o) const { return sloth::gt(*this, o); }
 Tensor Tensor::ge(const Tensor& o) const { return sloth::ge(*this, o); }
 Tensor Tensor::logical_not() const { return sloth::logical_not(*this); }
-Tensor Tensor::masked_fill(const Tensor& mask, double v) const { return sloth::masked_fill(*this, mask, v); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return sloth::masked_fill(*this, mask, v); }
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return sloth::index_select(*this, dim, index); }
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return sloth::gather(*this, dim, index); }
 

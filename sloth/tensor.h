@@ -11,6 +11,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/scalar.h"
 #include "core/ref.h"
 #include "core/shape.h"
 
@@ -106,24 +107,26 @@ class Tensor {
 
   // ---- in-place: write through views, bump version() ----
   Tensor& copy_(const Tensor& src);
-  Tensor& fill_(double value);
+  // Numbers are Scalars (core/scalar.h): the kind written (2 vs 2.0) decides promotion, and
+  // an in-place op refuses a result of a higher category than self (int64 add_(1.5)).
+  Tensor& fill_(const Scalar& value);  // stored as this dtype: 2.5 into int64 is 2
   Tensor& zero_();
-  Tensor& add_(const Tensor& other, double alpha = 1);
-  Tensor& add_(double other);
-  Tensor& sub_(const Tensor& other, double alpha = 1);
-  Tensor& sub_(double other);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other);
   Tensor& mul_(const Tensor& other);
-  Tensor& mul_(double other);
+  Tensor& mul_(const Scalar& other);
   Tensor& div_(const Tensor& other);
-  Tensor& div_(double other);
-  Tensor& clamp_(double lo, double hi);
+  Tensor& div_(const Scalar& other);
+  Tensor& clamp_(const Scalar& lo, const Scalar& hi);
   Tensor& relu_();
-  Tensor& masked_fill_(const Tensor& mask, double value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
   Tensor& index_put_(const Tensor& index, const Tensor& values);
 
   // ---- members mirroring the free functions ----
-  Tensor add(const Tensor& o, double alpha = 1) const;
-  Tensor sub(const Tensor& o, double alpha = 1) const;
+  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& o) const;
   Tensor div(const Tensor& o) const;
   Tensor neg() const;
@@ -147,8 +150,8 @@ class Tensor {
   Tensor ceil() const;
   Tensor round() const;
   Tensor pow(const Tensor& e) const;
-  Tensor pow(double e) const;
-  Tensor clamp(double lo, double hi) const;
+  Tensor pow(const Scalar& e) const;
+  Tensor clamp(const Scalar& lo, const Scalar& hi) const;
   Tensor matmul(const Tensor& o) const;
   Tensor mm(const Tensor& o) const;
   Tensor sum() const;
@@ -174,7 +177,7 @@ class Tensor {
   Tensor gt(const Tensor& o) const;
   Tensor ge(const Tensor& o) const;
   Tensor logical_not() const;
-  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
 

@@ -1,6 +1,5 @@
 // Training end to end: a synthetic task converges quickly, and a short Fashion-MNIST run
 // (2,000 training images) beats 70% test accuracy.
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -23,9 +22,9 @@ double accuracy(nn::Module& model, const data::Dataset& ds) {
   return correct.item() / double(ds.size());
 }
 
-// XOR of the quadrants: not linearly separable, so the hidden layers must learn.
+// XOR of the quadrants: not linearly separable, so the hidden layers must learn. Its wall
+// time is measured by benchmarks/train_smoke_bench.cc (BM_TrainSmokeXor), not asserted here.
 TEST(TrainSmoke, SyntheticTaskConverges) {
-  auto t0 = std::chrono::steady_clock::now();
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x;
@@ -56,11 +55,8 @@ TEST(TrainSmoke, SyntheticTaskConverges) {
     last = epoch_loss.item() / loader.num_batches();
   }
   const double acc = accuracy(*model, train);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(last, 0.15) << "mean training loss of the last epoch";
   EXPECT_GT(acc, 0.97);
-  EXPECT_LT(secs, 10.0);
   // One plan per distinct step shape: steady state is all cache hits.
   EXPECT_LE(metrics().plan_cache_misses, 16);
 }

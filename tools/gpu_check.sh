@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One-shot GPU check for the CUDA backend, for a machine with a GPU (device time is scarce:
 # this finishes in under 8 minutes). Builds with --config=cuda, runs the CUDA tests (NVRTC
-# codegen, the differential test over the whole op table, allocator steady state, and the
-# CudaPerf measurements), runs CUDA benchmarks if any exist, and prints a summary.
+# codegen, the differential test over the whole op table, allocator steady state, the values
+# of the benchmarked workloads), runs the CUDA benchmark (//benchmarks:cuda_bench: fused
+# elementwise bandwidth, sgemm against cuBLAS) and prints a summary.
 #
 #   tools/gpu_check.sh            # from the repository root
 #   BAZEL=bazel OUTPUT_BASE=/tmp/ob tools/gpu_check.sh
@@ -27,7 +28,7 @@ else
 fi
 
 echo "== build (--config=cuda), $(left) s left"
-if timeout "$(left)" $BAZEL $OB build --config=cuda --jobs="$JOBS" //backends/cuda/... //tests:cuda_backend_test \
+if timeout "$(left)" $BAZEL $OB build --config=cuda --jobs="$JOBS" //backends/cuda/... //tests:cuda_backend_test //benchmarks:cuda_bench \
     >"$LOG/build.log" 2>&1; then
   summary+=("build --config=cuda: OK")
 else
@@ -37,32 +38,31 @@ else
 fi
 
 echo "== CUDA tests, $(left) s left"
-BIN=$($BAZEL $OB info --config=cuda bazel-bin 2>/dev/null)/tests/cuda_backend_test
+BAZEL_BIN=$($BAZEL $OB info --config=cuda bazel-bin 2>/dev/null)
+BIN=$BAZEL_BIN/tests/cuda_backend_test
 SLOTH_CUDA_CACHE_DIR=${SLOTH_CUDA_CACHE_DIR:-$LOG/kernel_cache}
 mkdir -p "$SLOTH_CUDA_CACHE_DIR"
 export SLOTH_CUDA_CACHE_DIR
 rc=0
 timeout "$(( $(left) - 60 ))" "$BIN" --gtest_color=no >"$LOG/cuda_backend_test.log" 2>&1 || rc=$?
-grep -E "^\[  (FAILED|SKIPPED) \]|Failure|Skipped|^CudaPerf|NVRTC compiled|plans,|CUDA unavailable" "$LOG/cuda_backend_test.log" | head -80
+grep -E "^\[  (FAILED|SKIPPED) \]|Failure|Skipped|NVRTC compiled|plans,|CUDA unavailable" "$LOG/cuda_backend_test.log" | head -80
 passed=$(grep -c "^\[       OK \]" "$LOG/cuda_backend_test.log" || true)
 failed=$(grep -c "^\[  FAILED  \] [A-Za-z]" "$LOG/cuda_backend_test.log" || true)
 skipped=$(grep -c "^\[  SKIPPED \] [A-Za-z]" "$LOG/cuda_backend_test.log" || true)
 summary+=("cuda_backend_test: rc=$rc, $passed passed, $failed failed, $skipped skipped (log: $LOG/cuda_backend_test.log)")
-while read -r line; do summary+=("$line"); done < <(grep "^CudaPerf" "$LOG/cuda_backend_test.log")
 
-echo "== CUDA benchmarks, $(left) s left"
-BENCH=$($BAZEL $OB query 'kind("cc_binary", attr(name, ".*cuda.*", //benchmarks/...))' 2>/dev/null || true)
-if [ -n "$BENCH" ] && [ "$(left)" -gt 90 ]; then
-  for t in $BENCH; do
-    if timeout "$(( $(left) - 20 ))" $BAZEL $OB run -c opt --config=cuda "$t" -- --benchmark_min_time=0.2 \
-        >"$LOG/bench_$(basename "$t").log" 2>&1; then
-      summary+=("benchmark $t: OK"); grep -E "^BM_" "$LOG/bench_$(basename "$t").log" | head -20
-    else
-      summary+=("benchmark $t: FAILED or timed out (see $LOG)")
-    fi
-  done
+echo "== CUDA benchmark (//benchmarks:cuda_bench), $(left) s left"
+if [ "$(left)" -gt 90 ]; then
+  if timeout "$(( $(left) - 20 ))" "$BAZEL_BIN/benchmarks/cuda_bench" --benchmark_min_time=0.2 \
+      >"$LOG/cuda_bench.log" 2>&1; then
+    summary+=("cuda_bench: OK (log: $LOG/cuda_bench.log)")
+  else
+    summary+=("cuda_bench: FAILED or timed out (see $LOG/cuda_bench.log)")
+  fi
+  grep -E "^BM_|error" "$LOG/cuda_bench.log" | head -20
+  while read -r line; do summary+=("$line"); done < <(grep "^BM_" "$LOG/cuda_bench.log")
 else
-  summary+=("CUDA benchmarks: none found under //benchmarks (or no time left)")
+  summary+=("cuda_bench: skipped, no time left")
 fi
 
 printf '\n== summary (%d s)\n' $(( $(date +%s) - START ))
