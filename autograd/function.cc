@@ -126,11 +126,20 @@ std::string backward_name(OpId op) {
 void set_grad_math(GradMath m) { math_slot() = m; }
 const GradMath& grad_math() { return math_slot(); }
 
+// PyTorch frees the tensors a node saved; a second backward through the node fails only when
+// it had saved some (a node that saved none, PermuteBackward0 or `x * 2.0`'s MulBackward0, can
+// be run again). Values sloth's formula reads that PyTorch does not save (wrapped numbers) are
+// kept, so such a node still runs.
 void OpBackward::release_saved() {
-  saved_.clear();
-  result_ = {};
+  bool had = !extra_checks.empty() || result_.checked;
+  for (auto& s : saved_)
+    if (s.checked) {
+      had = true;
+      s = {};
+    }
+  if (result_.checked) result_ = {};
   extra_checks.clear();
-  released_ = true;
+  released_ = released_ || had;
 }
 
 void OpBackward::check_versions() const {

@@ -7,6 +7,7 @@
 // raised one (after which the program goes on as if the statement had not run), no error
 // elsewhere, and never an internal error.
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -356,6 +357,9 @@ void replay_all(const std::string& name) {
   }
   std::printf("oracle %s: %zu programs, %zu statements, %zu programs differ from PyTorch\n",
               name.c_str(), programs.size(), statements, failed_programs);
+  // SLOTH_ORACLE_ALL=1 prints every difference (for triage); the failure lists the first 40.
+  if (std::getenv("SLOTH_ORACLE_ALL"))
+    for (const auto& d : diffs) std::printf("DIFF %s\n  %s\n", d.where.c_str(), d.what.c_str());
   for (size_t i = 0; i < diffs.size() && i < 40; ++i)
     ADD_FAILURE() << diffs[i].where << "\n  " << diffs[i].what;
   EXPECT_EQ(failed_programs, 0u);

@@ -114,7 +114,7 @@ def exec_stmt(env, st):
     try:
         with torch.set_grad_enabled(env.grad_enabled):
             if k == "leaf":
-                t = torch.tensor(st["val"], dtype=FLOAT).reshape(st["shape"])
+                t = torch.tensor(st["val"], dtype=FLOAT).reshape(st["shape"]).clone()  # a base, not a view
                 if st.get("rg"): t.requires_grad_()
                 env.set(st, t)
             elif k == "un": env.set(st, run_unary(st["op"], a[0]))
