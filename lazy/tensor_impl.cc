@@ -35,6 +35,11 @@ NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
     case OpId::kSelect: return make_node(OpId::kSelectScatter, {base, src}, step.attrs);
     case OpId::kDiagonal: return make_node(OpId::kDiagonalScatter, {base, src}, step.attrs);
     case OpId::kAsStrided: return make_node(OpId::kAsStridedScatter, {base, src}, step.attrs);
+    case OpId::kExpand: {  // an expand that only adds size-1 dims (write() handles the others)
+      Attrs a;
+      a.dims.assign(step.in_shape.begin(), step.in_shape.end());
+      return make_node(OpId::kReshape, {src}, a);
+    }
     default:
       fail("internal: no inverse for view op %s (writes through it are rejected earlier)",
            op_name(step.op));
@@ -234,6 +239,23 @@ void TensorImpl::write(NodePtr v) {
   if (chain.empty()) {
     group->value = std::move(v);
     ++group->version;
+    return;
+  }
+  // A chain with a broadcasting expand has no step-by-step inverse, but a write through it is
+  // legal when the final view's elements are distinct (checked by the caller): the view's own
+  // layout over the (contiguous) base storage then says where each element goes.
+  bool broadcasts = false;
+  for (const auto& s : chain)
+    if (s.op == OpId::kExpand && numel(s.in_shape) != numel(s.attrs.dims))
+      broadcasts = true;
+  if (broadcasts) {
+    Attrs a;
+    a.dims.assign(shape.begin(), shape.end());
+    a.dims2.assign(strides.begin(), strides.end());
+    a.i0 = storage_offset;
+    group->value = make_node(OpId::kAsStridedScatter, {group->value, v}, a);
+    ++group->version;
+    set_cache(std::move(v), group->version);
     return;
   }
   absl::InlinedVector<NodePtr, 4> bases;

@@ -146,13 +146,8 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
 std::string internal_overlap(const TensorImpl& t) {
   for (size_t i = 0; i < t.shape.size(); ++i)
     if (t.shape[i] > 1 && t.strides[i] == 0) return "it is an expanded view";
-  for (const auto& s : t.chain)
-    if (s.op == OpId::kExpand)
-      for (size_t i = 0; i < s.attrs.dims.size(); ++i) {
-        size_t lead = s.attrs.dims.size() - s.in_shape.size();
-        int64_t from = i < lead ? 1 : s.in_shape[i - lead];
-        if (from == 1 && s.attrs.dims[i] > 1) return "it is an expanded view";
-      }
+  // An expand earlier in the chain is fine when later views keep one element of each broadcast
+  // run (x.expand(2, 3)[0]): the final layout decides, as in PyTorch.
   // Fast proof of no overlap: with the dims sorted by stride, each stride exceeds the span
   // of all smaller ones. Every view but as_strided passes it.
   absl::InlinedVector<std::pair<int64_t, int64_t>, 8> dims;  // (|stride|, size), sizes > 1

@@ -262,6 +262,12 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   Attrs a;
   a.i0 = start;
   a.i1 = end;
+  // As ATen: flattening a range of one dim returns the tensor itself (the same tensor: a leaf
+  // stays a leaf). Bad dims still go through the op's rule for its error.
+  const int64_t n = dim();
+  if (defined() && n >= 1 && start >= -n && start < n && end >= -n && end < n &&
+      (start < 0 ? start + n : start) == (end < 0 ? end + n : end))
+    return *this;
   return call_op(OpId::kFlatten, {*this}, a);
 }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
