@@ -125,13 +125,14 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
   if (capture_mode) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       Edge e = gradient_edge(inputs[i]);
-      if (!e.fn)
+      if (!e.fn && !requires_grad(*inputs[i]))
         fail("autograd::grad: input %d does not require grad; call requires_grad_() on it",
              static_cast<int64_t>(i));
       targets.push_back(e);
     }
     absl::flat_hash_set<GradFn*> target_fns;
-    for (auto& t : targets) target_fns.insert(t.fn.get());
+    for (auto& t : targets)
+      if (t.fn) target_fns.insert(t.fn.get());
     // Reverse discovery order visits every node after the nodes it reaches? Not always, so
     // iterate to a fixed point (graphs here are small relative to the cost of backward).
     bool changed = true;

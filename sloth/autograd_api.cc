@@ -24,7 +24,7 @@ namespace autograd {
 using lazy::TensorImplPtr;
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
                          bool create_graph, bool allow_unused) {
   if (inputs.empty()) fail("autograd::grad: inputs must not be empty");
   std::vector<TensorImplPtr> outs, gos, ins;
@@ -34,7 +34,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     internal::tracks_grad(t);
     ins.push_back(t.impl());
   }
-  auto r = run_backward(outs, gos, retain_graph || create_graph, create_graph, ins, allow_unused);
+  auto r = run_backward(outs, gos, retain_graph.value_or(create_graph), create_graph, ins, allow_unused);
   std::vector<Tensor> res;
   for (auto& p : r) res.push_back(p ? Tensor(p) : Tensor());
   return res;

@@ -34,7 +34,8 @@ bool is_grad_enabled();
 namespace autograd {
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         const std::vector<Tensor>& grad_outputs = {},
+                         std::optional<bool> retain_graph = std::nullopt,
                          bool create_graph = false, bool allow_unused = false);
 
 // A value kept by a custom function for its backward (saved_data["k"] = 2.5 or = int64).

@@ -180,6 +180,33 @@ std::string internal_overlap(const TensorImpl& t) {
   return "";
 }
 
+// Dense: the elements fill [offset, offset + numel) exactly, in some order of the dims.
+bool non_overlapping_and_dense(const TensorImpl& t) {
+  absl::InlinedVector<std::pair<int64_t, int64_t>, 8> dims;  // (stride, size), sizes > 1
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (t.shape[i] > 1) dims.emplace_back(t.strides[i], t.shape[i]);
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+// PyTorch's check of an in-place op's inputs against its output (get_overlap_status): two
+// dense tensors over one storage whose element ranges intersect, unless they are the very same
+// elements in the same layout. Layouts it cannot decide cheaply (non-dense) pass, as in ATen.
+bool partially_overlap(const TensorImpl& out, const TensorImpl& in) {
+  if (&out == &in || in.wrapped_number || out.group.get() != in.group.get()) return false;
+  const int64_t n_out = numel(out.shape), n_in = numel(in.shape);
+  if (n_out == 0 || n_in == 0) return false;
+  if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(in)) return false;
+  const int64_t a0 = out.storage_offset, a1 = a0 + n_out, b0 = in.storage_offset, b1 = b0 + n_in;
+  if (a0 == b0 && a1 == b1) return out.strides != in.strides;
+  return a0 < b1 && b0 < a1;
+}
+
 Tensor snapshot(const Tensor& self) {
   Tensor snap(TensorImpl::make(self.impl()->value(), self.device()));
   autograd::Edge e = internal::gradient_edge_of(self);
@@ -261,6 +288,14 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
          "strides %s) refers to a single memory location (%s); clone() it before writing",
          op_name(op), shape_str(si.shape), shape_str(si.strides), why);
+  for (size_t i = 1; i < in.size(); ++i)
+    if (partially_overlap(si, *in[i].impl()))
+      fail("%s: unsupported operation: some elements of the input tensor (operand %d: shape %s, "
+           "strides %s, offset %d) and the written-to tensor (shape %s, strides %s, offset %d) "
+           "refer to a single memory location; clone() the input before the in-place operation",
+           op_name(op), static_cast<int64_t>(i), shape_str(in[i].shape()),
+           shape_str(in[i].impl()->strides), in[i].impl()->storage_offset, shape_str(si.shape),
+           shape_str(si.strides), si.storage_offset);
   // The out-of-place op reads a snapshot of self: same value node and history, but its own
   // alias group, so values saved for backward keep their version when self is overwritten
   // (PyTorch saves `original_self` for the same reason).

@@ -212,9 +212,9 @@ bool Tensor::retains_grad() const {
   return m && m->retains_grad;
 }
 
-void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
+void Tensor::backward(const Tensor& grad_output, std::optional<bool> retain_graph, bool create_graph) const {
   autograd::run_backward({impl()}, {grad_output.defined() ? grad_output.impl() : nullptr},
-                         retain_graph, create_graph, {}, false);
+                         retain_graph.value_or(create_graph), create_graph, {}, false);
 }
 
 Tensor Tensor::detach() const { return Tensor(TensorImpl::alias_of(impl())); }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,8 @@ class Tensor {
   void set_grad(const Tensor&);
   void retain_grad();
   bool retains_grad() const;
-  void backward(const Tensor& grad_output = {}, bool retain_graph = false,
+  // retain_graph defaults to create_graph (LibTorch: an explicit false frees the graph).
+  void backward(const Tensor& grad_output = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;
   Tensor& detach_();
