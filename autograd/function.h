@@ -108,6 +108,9 @@ struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   GradFn* accumulator = nullptr;  // leaves: their AccumulateGrad while one is alive
   int64_t view_version = -1;  // views: group version their grad_fn was made for
   bool frozen_view = false;   // made without grad (no_grad, non-differentiable): never regenerated
+  // An output of split/chunk (or a view of one) made with grad: PyTorch's MULTI_OUTPUT_NODE
+  // views may not be written in place, nor used once their base was written.
+  int multi_output = -1;      // which output of split/chunk; -1: not such a view
 };
 
 AutogradMeta* meta(const TensorImpl& t);     // null if the tensor never had autograd state

@@ -36,10 +36,17 @@ Tensor var_impl(In in, const Attrs& a) {
 
 Tensor std_impl(In in, const Attrs& a) { return sqrt(var_impl(in, a)); }
 
+// The max over `dims` that softmax-like ops subtract for stability. Its gradient cancels
+// exactly, so it is detached. An empty tensor has no max (amax has no identity); nothing is
+// computed then, so zeros of the kept shape stand in (softmax of an empty dim is empty).
+Tensor stability_shift(const Tensor& x, Shape dims) {
+  if (x.numel() == 0) return sum(x, dims, true).detach();
+  return amax(x, dims, true).detach();
+}
+
 Tensor logsumexp_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
-  // The max only shifts for stability: its gradient cancels exactly, so it is detached.
-  Tensor m = amax(x, dims_of(a), true).detach();
+  Tensor m = stability_shift(x, dims_of(a));
   Tensor e = exp(x - m);
   if (a.flag) return log(sum(e, dims_of(a), true)) + m;
   // Reduced without keepdim (not reshaped at the end), so the result is a fresh tensor, not
@@ -52,7 +59,7 @@ Tensor logsumexp_impl(In in, const Attrs& a) {
 
 Tensor softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
-  Tensor m = amax(x, {a.i0}, true).detach();
+  Tensor m = stability_shift(x, {a.i0});
   Tensor e = exp(x - m);
   // Scaled by the reciprocal of the sum, as ATen's CPU kernel does: one division per row.
   return e * reciprocal(sum(e, {a.i0}, true));
@@ -60,7 +67,7 @@ Tensor softmax_impl(In in, const Attrs& a) {
 
 Tensor log_softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
-  Tensor m = amax(x, {a.i0}, true).detach();
+  Tensor m = stability_shift(x, {a.i0});
   Tensor z = x - m;
   return z - log(sum(exp(z), {a.i0}, true));
 }

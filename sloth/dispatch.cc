@@ -129,7 +129,10 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
   if (internal::tracks_grad(x) && is_floating(xi->dtype)) {
     if (autograd::is_grad_enabled()) {
       attach_grad_fn(prim.op, prim.attrs, {x}, v);
-      autograd::ensure_meta(*v.impl()).view_version = xi->group->version;
+      auto& vm = autograd::ensure_meta(*v.impl());
+      vm.view_version = xi->group->version;
+      // A view of a split/chunk output is one too (PyTorch propagates the creation meta).
+      if (auto* xm = autograd::meta(*xi); xm != nullptr) vm.multi_output = xm->multi_output;
     } else {
       // A view made under no_grad keeps no history and never gets one regenerated; like
       // PyTorch it still reports requires_grad (as a leaf), and writing it with grad on fails.
@@ -284,6 +287,7 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
            "write under NoGradGuard, or clone() the view first",
            op_name(op));
   }
+  if (grad_mode && si.is_view()) internal::check_multi_output_write(self, std::string(op_name(op)).c_str());
   if (std::string why = internal_overlap(si); !why.empty())
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
          "strides %s) refers to a single memory location (%s); clone() it before writing",
@@ -344,6 +348,15 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   return self;
 }
 
+// split/chunk outputs made with grad are PyTorch's MULTI_OUTPUT_NODE views.
+void mark_multi_output(std::vector<Tensor>& parts) {
+  if (!autograd::is_grad_enabled()) return;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto* m = autograd::meta(*parts[i].impl());
+    if (m != nullptr && m->grad_fn && !m->frozen_view) m->multi_output = static_cast<int>(i);
+  }
+}
+
 }  // namespace
 
 Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
@@ -399,6 +412,7 @@ std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
   if (op == OpId::kChunk && size == 0) {
     // As ATen: chunks of an empty dim are `chunks` empty tensors.
     for (int64_t i = 0; i < attrs.i0; ++i) parts.push_back(x.narrow(dim, 0, 0));
+    mark_multi_output(parts);
     return parts;
   }
   if (piece == 0) piece = 1;
@@ -407,6 +421,7 @@ std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
     parts.push_back(x.narrow(dim, start, std::max<int64_t>(len, 0)));
     if (size == 0) break;
   }
+  mark_multi_output(parts);
   return parts;
 }
 

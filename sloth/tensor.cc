@@ -167,7 +167,7 @@ Tensor Tensor::clone() const { return call_op(OpId::kClone, {*this}); }
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 // ---- autograd --------------------------------------------------------------------------------
-bool Tensor::requires_grad() const { return internal::tracks_grad(*this); }
+bool Tensor::requires_grad() const { return internal::tracks_grad(*this, /*strict=*/false); }
 
 Tensor& Tensor::requires_grad_(bool r) {
   auto* m = autograd::meta(*impl());
@@ -183,8 +183,8 @@ Tensor& Tensor::requires_grad_(bool r) {
 }
 
 bool Tensor::is_leaf() const {
+  internal::tracks_grad(*this, /*strict=*/false);
   auto* m = autograd::meta(*impl());
-  internal::tracks_grad(*this);
   return m == nullptr || !m->grad_fn;
 }
 

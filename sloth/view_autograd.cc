@@ -70,12 +70,23 @@ autograd::OutputInfo info_of(const lazy::TensorImpl& t) {
   return {t.shape, t.dtype, t.group->device};
 }
 
-void refresh_if_stale(const Tensor& t) {
+constexpr const char* kMultiOutputRule =
+    "This view is the output of a function that returns multiple views (split, chunk). Such "
+    "functions do not allow the output views to be modified inplace; replace the inplace "
+    "operation by an out-of-place one, or clone() the view";
+
+void refresh_if_stale(const Tensor& t, bool strict) {
   lazy::TensorImpl& ti = *t.impl();
   if (!ti.is_view()) return;
   auto* m = autograd::meta(ti);
   const int64_t version = ti.group->version;
   if (m && (m->frozen_view || m->view_version == version)) return;
+  if (m && m->multi_output >= 0 && autograd::requires_grad(*ti.view_base)) {
+    if (!strict || !autograd::is_grad_enabled()) return;
+    fail("Output %d of SplitBackward0 is a view and its base or another view of its base has "
+         "been modified inplace. %s",
+         m->multi_output, kMultiOutputRule);
+  }
   if (!m && version == 0) return;  // never written: a view made without grad stays so
   const Tensor base(ti.view_base);
   if (!autograd::requires_grad(*ti.view_base)) {
@@ -88,13 +99,21 @@ void refresh_if_stale(const Tensor& t) {
 }  // namespace
 
 autograd::Edge gradient_edge_of(const Tensor& t) {
-  refresh_if_stale(t);
+  refresh_if_stale(t, true);
   return autograd::gradient_edge(t.impl());
 }
 
-bool tracks_grad(const Tensor& t) {
-  refresh_if_stale(t);
+bool tracks_grad(const Tensor& t, bool strict) {
+  refresh_if_stale(t, strict);
   return autograd::requires_grad(*t.impl());
+}
+
+void check_multi_output_write(const Tensor& t, const char* op) {
+  auto* m = autograd::meta(*t.impl());
+  if (m == nullptr || m->multi_output < 0 || !autograd::is_grad_enabled()) return;
+  if (!autograd::requires_grad(*t.impl())) return;
+  fail("%s: output %d of %s is a view and is being modified inplace. %s", op, m->multi_output,
+       m->grad_fn ? m->grad_fn->name() : std::string("SplitBackward0"), kMultiOutputRule);
 }
 
 void rebase_view_history(const Tensor& view, const Tensor& r) {

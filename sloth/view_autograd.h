@@ -13,7 +13,11 @@ namespace sloth::internal {
 // The edge a gradient for `t` flows through; regenerates a stale view's grad_fn first.
 autograd::Edge gradient_edge_of(const Tensor& t);
 // requires_grad, after regenerating a stale view's history.
-bool tracks_grad(const Tensor& t);
+// strict: the caller needs the history (recording an op with grad on). A stale output of
+// split/chunk then raises PyTorch's error; requires_grad()/is_leaf() pass strict = false.
+bool tracks_grad(const Tensor& t, bool strict = true);
+// PyTorch's error for writing a split/chunk output in place (when `t` is one), or nothing.
+void check_multi_output_write(const Tensor& t, const char* op);
 // Before `view` is written with `r`: the base's grad_fn becomes CopySlices(old base, r).
 void rebase_view_history(const Tensor& view, const Tensor& r);
 // After a write: the view's grad_fn is its chain replayed on the base's current history.

@@ -393,7 +393,7 @@ TEST(CreateGraph, ReluGradRequiresGradAndItsGradientIsZero) {
   // PyTorch: g = threshold_backward(1, relu(x), 0) requires grad; d(sum g)/dx = 0.
   Tensor x = leaf({-1, 2, 3});
   Tensor loss = relu(x).sum();
-  Tensor g = autograd::grad({loss}, {x}, {}, false, true)[0];
+  Tensor g = autograd::grad({loss}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
   EXPECT_TRUE(g.requires_grad());
   EXPECT_EQ(v(g), (D{0, 1, 1}));
   g.sum().backward();
@@ -404,7 +404,7 @@ TEST(CreateGraph, ReluGradRequiresGradAndItsGradientIsZero) {
 TEST(CreateGraph, SignTimesXAndSecondOrderValues) {
   // loss = sum(sign(x) * x) = sum|x|: g = sign(x) (requires grad through mul), d(sum g)/dx = 0.
   Tensor x = leaf({-1.5, 2});
-  Tensor g = autograd::grad({(sign(x) * x).sum()}, {x}, {}, false, true)[0];
+  Tensor g = autograd::grad({(sign(x) * x).sum()}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
   EXPECT_TRUE(g.requires_grad());
   EXPECT_EQ(v(g), (D{-1, 1}));
   g.sum().backward();
@@ -416,7 +416,7 @@ TEST(CreateGraph, SecondDerivativesThroughResultSavingOps) {
   // d2/dx2 = exp(x) - 2 tanh(x) (1 - tanh^2) + s (1 - s)(1 - 2s) - x^(-3/2)/4 + 2/x^3.
   Tensor x = leaf({0.5, 2});
   Tensor loss = (x.exp() + x.tanh() + sigmoid(x) + x.sqrt() + reciprocal(x)).sum();
-  Tensor g = autograd::grad({loss}, {x}, {}, false, true)[0];
+  Tensor g = autograd::grad({loss}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
   g.sum().backward();
   std::vector<double> got = v(x.grad());
   for (int i = 0; i < 2; ++i) {
@@ -430,11 +430,33 @@ TEST(CreateGraph, SecondDerivativesThroughResultSavingOps) {
 TEST(CreateGraph, ThirdOrderOfCube) {
   // d/dx x^3 = 3x^2, d2 = 6x, d3 = 6.
   Tensor x = leaf({2});
-  Tensor g1 = autograd::grad({(x * x * x).sum()}, {x}, {}, false, true)[0];
-  Tensor g2 = autograd::grad({g1.sum()}, {x}, {}, false, true)[0];
+  Tensor g1 = autograd::grad({(x * x * x).sum()}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
+  Tensor g2 = autograd::grad({g1.sum()}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
   EXPECT_EQ(v(g2), (D{12}));
   g2.sum().backward();
   EXPECT_EQ(v(x.grad()), (D{6}));
+}
+
+}  // namespace
+}  // namespace sloth
+
+namespace sloth {
+namespace {
+
+// LibTorch's retain_graph is optional and defaults to create_graph; an explicit false frees
+// the graph even with create_graph (PyTorch raises on the second pass, and so does sloth).
+TEST(CreateGraph, ExplicitRetainFalseFreesTheGraph) {
+  Tensor x = from_vector<float>({2.f}, {1}).requires_grad_();
+  Tensor g1 = autograd::grad({(x * x * x).sum()}, {x}, {}, /*retain_graph=*/false, true)[0];
+  EXPECT_EQ(g1.to_vector<float>(), (std::vector<float>{12.f}));
+  EXPECT_TRUE(g1.requires_grad());
+  try {
+    autograd::grad({g1.sum()}, {x}, {}, false, true);
+    FAIL() << "expected the freed graph to be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("second time"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(x.grad().defined());  // nothing changed
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ TEST(Autograd, NonLeafGradOnlyWithRetainGrad) {
 
 TEST(Autograd, HigherOrderWithCreateGraph) {
   Tensor x = leaf({1, 2, 3});
-  auto g = autograd::grad({(x * x * x).sum()}, {x}, {}, false, true);
+  auto g = autograd::grad({(x * x * x).sum()}, {x}, {}, /*retain_graph=*/std::nullopt, true);
   EXPECT_EQ(v(g[0]), (D{3, 12, 27}));
   g[0].sum().backward();
   EXPECT_EQ(v(x.grad()), (D{6, 12, 18}));

@@ -304,7 +304,7 @@ TEST(Fusion, CommonSubexpressionsAreComputedOnce) {
     EXPECT_FLOAT_EQ(yv[i], 2 * std::exp(av[i] * bv[i]));
   // d(x*x)/dx = g*x + g*x: autograd's repeat is merged too.
   Tensor x = data({6}).requires_grad_();
-  Tensor g = autograd::grad({(x * x).sum()}, {x}, {}, false, true)[0];
+  Tensor g = autograd::grad({(x * x).sum()}, {x}, {}, /*retain_graph=*/std::nullopt, true)[0];
   const std::string gp = dump_plan({g});
   size_t muls = 0;
   for (size_t at = gp.find("=mul("); at != std::string::npos; at = gp.find("=mul(", at + 1)) ++muls;

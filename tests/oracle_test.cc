@@ -183,6 +183,12 @@ class Replay {
     diffs_->push_back({id_ + " statement " + std::to_string(n) + " " + s, std::move(what)});
   }
 
+  // null or absent: LibTorch's default (retain_graph = create_graph).
+  static std::optional<bool> retain(const json& st) {
+    if (!st.contains("retain") || st["retain"].is_null()) return std::nullopt;
+    return st["retain"].get<bool>();
+  }
+
   static Tensor& slot(std::vector<Tensor>& vars, int64_t o) {
     if (static_cast<size_t>(o) >= vars.size()) vars.resize(o + 1);
     return vars[o];
@@ -250,13 +256,13 @@ class Replay {
       a[0].requires_grad_(st.value("on", true));
     } else if (k == "bw") {
       EnableGradGuard on;
-      a[0].backward({}, st.value("retain", false), st.value("cg", false));
+      a[0].backward({}, retain(st), st.value("cg", false));
     } else if (k == "agrad") {
       std::vector<Tensor> ins(a.begin() + 1, a.end());
       std::vector<Tensor> gs;
       {
         EnableGradGuard on;
-        gs = autograd::grad({a[0]}, ins, {}, st.value("retain", false), st.value("cg", false), true);
+        gs = autograd::grad({a[0]}, ins, {}, retain(st), st.value("cg", false), true);
       }
       const json def = st.contains("x") ? st["x"]["def"] : json::array();
       for (size_t j = 0; j < gs.size(); ++j) {

@@ -132,7 +132,7 @@ TEST(SyncSemantics, SecondOrderThroughDroppedFirstOrderGradsDoesNotCrash) {
                                    {1, 2, 2});
   Tensor loss = (t14 * Wt14).sum();
   {
-    auto gs = autograd::grad({loss}, {x1, x2, x5}, {}, false, true, true);
+    auto gs = autograd::grad({loss}, {x1, x2, x5}, {}, /*retain_graph=*/std::nullopt, true, true);
     Tensor Vx5 = from_vector<float>({-0.549812912940979f, -0.43037277460098267f}, {1, 1, 2});
     Tensor loss2 = (gs[2] * Vx5).sum();
     loss2.backward();
@@ -171,7 +171,7 @@ SecondOrder second_order(uint32_t keep, int sync_at) {
                                       {1, 2, 2}))
                .sum();
     if (sync_at == 0) mark_step();
-    auto gs = autograd::grad({t[7]}, {x2, x5}, {}, false, true, true);
+    auto gs = autograd::grad({t[7]}, {x2, x5}, {}, /*retain_graph=*/std::nullopt, true, true);
     t[8] = gs[0];
     t[9] = gs[1];
     if (sync_at == 1) mark_step();

@@ -158,11 +158,11 @@ def exec_stmt(env, st):
             elif k == "rg": a[0].requires_grad_(st.get("on", True))
             elif k == "bw":
                 with torch.set_grad_enabled(True):
-                    a[0].backward(retain_graph=st.get("retain", False), create_graph=st.get("cg", False))
+                    a[0].backward(retain_graph=st.get("retain"), create_graph=st.get("cg", False))
             elif k == "agrad":
                 ins = a[1:]
                 with torch.set_grad_enabled(True):
-                    gs = torch.autograd.grad([a[0]], ins, retain_graph=st.get("retain", False),
+                    gs = torch.autograd.grad([a[0]], ins, retain_graph=st.get("retain"),
                                              create_graph=st.get("cg", False), allow_unused=True)
                 for j, g in enumerate(gs):
                     while len(V) <= st["o"] + j: V.append(None)
@@ -322,7 +322,9 @@ class Gen:
             if not t.is_contiguous() or n < 2: st["v"] = "clone"
             else:
                 size = [r.randint(1, 2), r.randint(1, 2)]
-                stride = [r.randint(1, 2), 1]
+                # Rows never share elements: PyTorch leaves writes through self-overlapping
+                # as_strided views undefined (its result depends on loop order); sloth refuses them.
+                stride = [r.randint(size[1], size[1] + 1), 1]
                 span = (size[0] - 1) * stride[0] + (size[1] - 1) * stride[1] + 1
                 st["size"], st["stride"], st["p"] = size, stride, [r.randint(0, n - span) if n >= span else 0]
                 if n < span: st["v"] = "clone"; st.pop("size"); st.pop("stride")
@@ -457,7 +459,9 @@ class Gen:
         if loss is None: return
         ins = r.sample(leaves, r.randint(1, len(leaves)))
         o = self.nxt()
-        st = {"k": "agrad", "o": o, "a": [loss] + ins, "cg": r.random() < 0.85, "retain": r.random() < 0.2}
+        # retain: None is the default (create_graph), as LibTorch's optional<bool>.
+        st = {"k": "agrad", "o": o, "a": [loss] + ins, "cg": r.random() < 0.85,
+              "retain": r.choice([None, None, True, False])}
         if not self.emit(st) or self.ended: return
         gs = list(range(o, o + len(ins)))
         # Sometimes the first-order grads' helpers go out of scope before anything is read.
