@@ -56,8 +56,10 @@ void SavedVariable::save(const TensorImplPtr& t, bool check) {
   value = t->value();
   group = t->group;
   version = group->version;
-  checked = check;
   wrapped = t->wrapped_number;
+  // A C++ number (x / 2.0) is a Scalar argument in PyTorch: nothing is saved or checked, so a
+  // second backward through such a node is fine.
+  checked = check && !wrapped;
 }
 
 TensorImplPtr SavedVariable::unpack(const Edge& edge) const {

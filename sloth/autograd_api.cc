@@ -30,8 +30,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<TensorImplPtr> outs, gos, ins;
   for (const auto& t : outputs) outs.push_back(t.impl());
   for (const auto& t : grad_outputs) gos.push_back(t.defined() ? t.impl() : nullptr);
-  for (const auto& t : inputs) {
-    internal::tracks_grad(t);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) fail("autograd::grad: input %d is an undefined tensor", static_cast<int64_t>(i));
+    if (!internal::tracks_grad(t))
+      fail("autograd::grad: input %d does not require grad; call requires_grad_() on it",
+           static_cast<int64_t>(i));
     ins.push_back(t.impl());
   }
   auto r = run_backward(outs, gos, retain_graph.value_or(create_graph), create_graph, ins, allow_unused);

@@ -288,7 +288,9 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
            op_name(op));
   }
   if (grad_mode && si.is_view()) internal::check_multi_output_write(self, std::string(op_name(op)).c_str());
-  if (std::string why = internal_overlap(si); !why.empty())
+  // fill_ and zero_ store one value everywhere, so PyTorch lets them write expanded views.
+  const bool same_value_everywhere = op == OpId::kFill_ || op == OpId::kZero_;
+  if (std::string why = same_value_everywhere ? "" : internal_overlap(si); !why.empty())
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
          "strides %s) refers to a single memory location (%s); clone() it before writing",
          op_name(op), shape_str(si.shape), shape_str(si.strides), why);

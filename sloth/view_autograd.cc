@@ -105,7 +105,12 @@ autograd::Edge gradient_edge_of(const Tensor& t) {
 
 bool tracks_grad(const Tensor& t, bool strict) {
   refresh_if_stale(t, strict);
-  return autograd::requires_grad(*t.impl());
+  if (autograd::requires_grad(*t.impl())) return true;
+  // A floating view reports requires_grad when its base does, also when it was made before the
+  // base's requires_grad_() (PyTorch's DifferentiableViewMeta::requires_grad); until a write
+  // regenerates its history it has no grad_fn, so gradients through it go nowhere.
+  const lazy::TensorImpl& ti = *t.impl();
+  return ti.is_view() && is_floating(ti.dtype) && autograd::requires_grad(*ti.view_base);
 }
 
 void check_multi_output_write(const Tensor& t, const char* op) {

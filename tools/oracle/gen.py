@@ -233,7 +233,8 @@ class Gen:
     def emit(self, st, ok_error=False):
         """Runs st; keeps it when it works, or when it raised and errors are wanted here."""
         saved_vars = list(self.env.vars)
-        saved_grads = [(t, t.grad) for t in saved_vars
+        # Cloned: PyTorch accumulates into an existing .grad in place.
+        saved_grads = [(t, t.grad.detach().clone()) for t in saved_vars
                        if t is not None and _attr(t, "is_leaf") and t.grad is not None]
         try:
             exec_stmt(self.env, st)
