@@ -140,6 +140,21 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
       m.frozen_view = true;
       m.requires_grad = true;
     }
+  } else if (is_floating(xi->dtype)) {
+    // No history now, but PyTorch's view remembers how it was made: under no_grad (a later
+    // write that involves grad is refused), from a split/chunk output, and the base's version
+    // (its history is regenerated only after a write that comes later).
+    auto* xm = autograd::meta(*xi);
+    if (!autograd::is_grad_enabled()) {
+      autograd::ensure_meta(*v.impl()).frozen_view = true;
+    } else if (xi->group->version != 0 || (xm && (xm->multi_output >= 0 || xm->frozen_view))) {
+      auto& vm = autograd::ensure_meta(*v.impl());
+      vm.view_version = xi->group->version;
+      if (xm) {
+        vm.multi_output = xm->multi_output;
+        vm.frozen_view = xm->frozen_view;
+      }
+    }
   }
   return v;
 }
@@ -281,13 +296,22 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   }
   if (grad_mode && si.is_view()) {
     auto* m = autograd::meta(si);
-    if (m && m->frozen_view && m->requires_grad)
+    bool involves_grad = false;
+    if (m && m->frozen_view) {
+      involves_grad = internal::tracks_grad(self, false);
+      for (size_t i = 1; i < in.size(); ++i) involves_grad |= internal::tracks_grad(in[i], false);
+    }
+    if (involves_grad)
       fail("%s: a view was created in no_grad mode and is being modified in place with grad "
            "mode enabled; autograd cannot track it. Make the view with grad enabled, or do the "
            "write under NoGradGuard, or clone() the view first",
            op_name(op));
   }
-  if (grad_mode && si.is_view()) internal::check_multi_output_write(self, std::string(op_name(op)).c_str());
+  if (grad_mode && si.is_view()) {
+    bool involves_grad = internal::tracks_grad(self, false);
+    for (size_t i = 1; i < in.size(); ++i) involves_grad |= internal::tracks_grad(in[i], false);
+    if (involves_grad) internal::check_multi_output_write(self, std::string(op_name(op)).c_str());
+  }
   // fill_ and zero_ store one value everywhere, so PyTorch lets them write expanded views.
   const bool same_value_everywhere = op == OpId::kFill_ || op == OpId::kZero_;
   if (std::string why = same_value_everywhere ? "" : internal_overlap(si); !why.empty())
@@ -354,8 +378,11 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
 void mark_multi_output(std::vector<Tensor>& parts) {
   if (!autograd::is_grad_enabled()) return;
   for (size_t i = 0; i < parts.size(); ++i) {
-    auto* m = autograd::meta(*parts[i].impl());
-    if (m != nullptr && m->grad_fn && !m->frozen_view) m->multi_output = static_cast<int>(i);
+    if (!is_floating(parts[i].dtype())) continue;
+    auto& m = autograd::ensure_meta(*parts[i].impl());
+    if (m.frozen_view) continue;
+    m.multi_output = static_cast<int>(i);
+    if (m.view_version < 0) m.view_version = parts[i].impl()->group->version;
   }
 }
 

@@ -116,7 +116,6 @@ bool tracks_grad(const Tensor& t, bool strict) {
 void check_multi_output_write(const Tensor& t, const char* op) {
   auto* m = autograd::meta(*t.impl());
   if (m == nullptr || m->multi_output < 0 || !autograd::is_grad_enabled()) return;
-  if (!autograd::requires_grad(*t.impl())) return;
   fail("%s: output %d of %s is a view and is being modified inplace. %s", op, m->multi_output,
        m->grad_fn ? m->grad_fn->name() : std::string("SplitBackward0"), kMultiOutputRule);
 }

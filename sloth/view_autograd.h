@@ -16,7 +16,8 @@ autograd::Edge gradient_edge_of(const Tensor& t);
 // strict: the caller needs the history (recording an op with grad on). A stale output of
 // split/chunk then raises PyTorch's error; requires_grad()/is_leaf() pass strict = false.
 bool tracks_grad(const Tensor& t, bool strict = true);
-// PyTorch's error for writing a split/chunk output in place (when `t` is one), or nothing.
+// PyTorch's error for writing a split/chunk output in place (when `t` is one), or nothing;
+// called when the write involves grad (self or an operand requires it).
 void check_multi_output_write(const Tensor& t, const char* op);
 // Before `view` is written with `r`: the base's grad_fn becomes CopySlices(old base, r).
 void rebase_view_history(const Tensor& view, const Tensor& r);
