@@ -60,16 +60,20 @@ void SavedVariable::save(const TensorImplPtr& t, bool check) {
   // A C++ number (x / 2.0) is a Scalar argument in PyTorch: nothing is saved or checked, so a
   // second backward through such a node is fine.
   checked = check && !wrapped;
+  auto* m = meta(*t);
+  leaf = !wrapped && !t->is_view() && (m == nullptr || !m->grad_fn) ? t : nullptr;
 }
 
 TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
   if (!value) return nullptr;
   // A wrapped number keeps its promotion role (its node is float64 whatever its C++ type).
   TensorImplPtr t = wrapped ? TensorImpl::wrapped_scalar(value->scalar) : TensorImpl::make(value, group->device);
-  if (edge.fn && is_grad_enabled()) {
+  Edge e = edge;
+  if (!e.fn && leaf && leaf->group->version == version) e = gradient_edge(leaf);
+  if (e.fn && is_grad_enabled()) {
     AutogradMeta& m = ensure_meta(*t);
-    m.grad_fn = edge.fn;
-    m.output_nr = edge.input_nr;
+    m.grad_fn = e.fn;
+    m.output_nr = e.input_nr;
     m.requires_grad = true;
   }
   return t;

@@ -51,6 +51,9 @@ struct SavedVariable {
   int64_t version = 0;
   bool checked = false;         // PyTorch saves it too: its version is checked at backward
   bool wrapped = false;         // a wrapped number (x * 2.0): unpacked as one again
+  // A saved tensor without history (a leaf) is PyTorch's saved original: unpacked, it is that
+  // tensor as it is now, so a requires_grad_() made after the save counts in double backward.
+  TensorImplPtr leaf;
 
   void save(const TensorImplPtr& t, bool check);
   bool defined() const { return value != nullptr; }
