@@ -58,7 +58,10 @@ Grads unary(const FormulaArgs& a) {
     case OpId::kErf: r = g * exp(-(x * x)) * M_2_SQRTPI; break;
     case OpId::kSquare: r = g * x * 2.0; break;
     case OpId::kReciprocal: r = -g * y * y; break;
-    case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound: r = g * 0.0; break;
+    // zeros_like(grad), as PyTorch: a constant, so it does not require grad under create_graph.
+    case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound:
+      r = zeros(g.shape(), TensorOptions().dtype(g.dtype()).device(g.device()));
+      break;
     case OpId::kCast: r = g; break;
     default: fail("internal: no unary formula for %s", op_name(a.op));
   }

@@ -136,9 +136,8 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
     } else {
       // A view made under no_grad keeps no history and never gets one regenerated; like
       // PyTorch it still reports requires_grad (as a leaf), and writing it with grad on fails.
-      auto& m = autograd::ensure_meta(*v.impl());
-      m.frozen_view = true;
-      m.requires_grad = true;
+      // (Its requires_grad is its base's, reported by tracks_grad: PyTorch asks the root base.)
+      autograd::ensure_meta(*v.impl()).frozen_view = true;
     }
   } else if (is_floating(xi->dtype)) {
     // No history now, but PyTorch's view remembers how it was made: under no_grad (a later
