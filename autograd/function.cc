@@ -45,7 +45,8 @@ Edge gradient_edge(const TensorImplPtr& t) {
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   // A view made under no_grad of a tensor that requires grad reports requires_grad (and is a
   // leaf) but, as in PyTorch, has no grad accumulator: gradients through it go nowhere.
-  if (m->frozen_view && t->is_view()) return {};
+  // (Unless requires_grad_() was called on the view itself: then it is a leaf of its own.)
+  if (m->frozen_view && t->is_view() && !m->requires_grad) return {};
   if (m->requires_grad) return {grad_accumulator(t), 0};
   return {};
 }
