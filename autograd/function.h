@@ -113,7 +113,8 @@ struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   bool frozen_view = false;   // made without grad (no_grad, non-differentiable): never regenerated
   // An output of split/chunk (or a view of one) made with grad: PyTorch's MULTI_OUTPUT_NODE
   // views may not be written in place, nor used once their base was written.
-  int multi_output = -1;      // which output of split/chunk; -1: not such a view
+  int multi_output = -1;
+  bool non_differentiable = false;  // a custom function's mark_non_differentiable output      // which output of split/chunk; -1: not such a view
 };
 
 AutogradMeta* meta(const TensorImpl& t);     // null if the tensor never had autograd state

@@ -140,6 +140,7 @@ std::vector<Tensor> CustomFunctionCall::run(
       m.grad_fn.reset();
       m.requires_grad = false;
       m.frozen_view = true;
+      m.non_differentiable = true;
       continue;
     }
     m.grad_fn = node;
@@ -147,6 +148,7 @@ std::vector<Tensor> CustomFunctionCall::run(
     m.requires_grad = true;
     m.view_version = o.impl()->group->version;
     m.frozen_view = false;
+    m.non_differentiable = false;
   }
   return out;
 }

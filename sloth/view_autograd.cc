@@ -110,6 +110,7 @@ bool tracks_grad(const Tensor& t, bool strict) {
   // base's requires_grad_() (PyTorch's DifferentiableViewMeta::requires_grad); until a write
   // regenerates its history it has no grad_fn, so gradients through it go nowhere.
   const lazy::TensorImpl& ti = *t.impl();
+  if (auto* m = autograd::meta(ti); m && m->non_differentiable) return false;
   return ti.is_view() && is_floating(ti.dtype) && autograd::requires_grad(*ti.view_base);
 }
 
