@@ -171,15 +171,23 @@ std::vector<std::string> Adam::state_names() const { return {"exp_avg", "exp_avg
 void Adam::step() {
   NoGradGuard guard;
   const AdamOptions& o = options_;
+  // The moments start as zeros holding data (one small sync, once), so the first update's
+  // graph is the steady one: a loop without mark_step() hits the plan cache from step 3.
+  std::vector<Tensor> fresh;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& st = state_[i];
+    if (!params_[i].grad().defined() || st.count("exp_avg")) continue;
+    st["exp_avg"] = zeros_like(params_[i]).detach();
+    st["exp_avg_sq"] = zeros_like(params_[i]).detach();
+    fresh.push_back(st["exp_avg"]);
+    fresh.push_back(st["exp_avg_sq"]);
+  }
+  if (!fresh.empty()) sync(fresh);
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
     auto& st = state_[i];
-    if (!st.count("exp_avg")) {
-      st["exp_avg"] = zeros_like(p).detach();
-      st["exp_avg_sq"] = zeros_like(p).detach();
-    }
     const int64_t t = ++steps_[i];
     if (o.weight_decay != 0) {
       if (decoupled_) p.mul_(scalar(1 - lr_ * o.weight_decay));
