@@ -34,7 +34,13 @@ Tensor var_impl(In in, const Attrs& a) {
   return s / static_cast<double>(reduced_count(x, a) - (a.i0 != 0 ? 1 : 0));
 }
 
-Tensor std_impl(In in, const Attrs& a) { return sqrt(var_impl(in, a)); }
+// sqrt(var), with PyTorch's gradient where the std is 0: zero, not 0 * inf = NaN (ATen masks
+// std_backward there). The inner where keeps sqrt's own backward finite at those elements.
+Tensor std_impl(In in, const Attrs& a) {
+  Tensor v = var_impl(in, a);
+  Tensor zero = v == 0.0;
+  return where(zero, 0.0, sqrt(where(zero, 1.0, v)));
+}
 
 // The max over `dims` that softmax-like ops subtract for stability. Its gradient cancels
 // exactly, so it is detached. An empty tensor has no max (amax has no identity); nothing is

@@ -1,5 +1,5 @@
-// The PyTorch oracle: thousands of random programs (views, in-place writes through views,
-// detach, no_grad blocks, syncs, backward, retain_graph, create_graph, func::grad), each run
+// The PyTorch oracle: thousands of random programs (views, in-place writes through views and
+// detach() aliases of saved values, no_grad blocks, syncs, backward, retain_graph, create_graph, func::grad), each run
 // by PyTorch 1.13 with every value, grad and error it produced committed beside this file
 // (tests/oracle/*.json, made by tools/oracle/gen.py). Each program is replayed here through
 // sloth's public API and must behave exactly as PyTorch did: same values (1e-4 + 1e-3*|x|),
@@ -374,6 +374,7 @@ void replay_all(const std::string& name) {
 TEST(Oracle, SimplePrograms) { replay_all("simple"); }
 TEST(Oracle, HarderPrograms) { replay_all("harder"); }
 TEST(Oracle, SecondOrderPrograms) { replay_all("second_order"); }
+TEST(Oracle, VersionCounterPrograms) { replay_all("versions"); }
 
 }  // namespace
 }  // namespace sloth

@@ -257,6 +257,14 @@ class Gen:
             st["err"] = 1
             self.prog.append(st)
             return True
+        # PyTorch's elementwise results take their inputs' memory layout (a transposed input
+        # gives a transposed result), which is observable through contiguous()/view(); sloth's
+        # results are always contiguous. Programs with such results are left out.
+        if st["k"] in ("un", "bin", "sc", "cmp", "where", "mfill", "clamp", "sm", "red", "mm"):
+            t = self.env.vars[st["o"]]
+            if t is not None and not t.is_contiguous():
+                self.env.vars = saved_vars
+                return False
         self.prog.append(st)
         return True
 
@@ -432,6 +440,36 @@ class Gen:
         else: st = {"k": "inp", "a": [x], "op": "relu_"}
         self.emit(st, ok_error=r.random() < 0.3)
 
+    def alias_write_stmt(self):
+        """A write through an alias (detach, a view, the tensor itself) of a value some backward
+        node may have saved, sometimes under no_grad: PyTorch's version-counter checks."""
+        r = self.r
+        V = self.env.vars
+        x = self.pick(self.floats())
+        if x is None: return
+        t = V[x]
+        kind = r.choice(["self", "detach", "detach", "view", "select"])
+        target = x
+        if kind != "self":
+            o = self.nxt()
+            if kind == "detach": st = {"k": "view", "o": o, "a": [x], "v": "detach"}
+            elif kind == "view": st = {"k": "view", "o": o, "a": [x], "v": "reshape", "p": [-1]}
+            else:
+                if t.dim() == 0: return
+                st = {"k": "view", "o": o, "a": [x], "v": "select", "p": [0, 0]}
+            if not self.emit(st): return
+            target = o
+        quiet = r.random() < 0.3 and not self.nograd_open
+        if quiet: self.emit({"k": "nograd", "on": True})
+        op = r.choice(["add_", "mul_", "sub_", "fill_", "zero_", "relu_", "copy_"])
+        if op == "copy_":
+            y = self.broadcast_partner(target)
+            st = {"k": "inp", "a": [target, y], "op": op}
+        elif op in ("zero_", "relu_"): st = {"k": "inp", "a": [target], "op": op}
+        else: st = {"k": "inp", "a": [target], "op": op, "s": r.choice([0.0, 1.0, 0.5])}
+        self.emit(st, ok_error=True)
+        if quiet: self.emit({"k": "nograd", "on": False})
+
     def loss_of(self, x):
         """loss = (x * W).sum() with a constant W (so every element gets its own weight)."""
         V = self.env.vars
@@ -524,6 +562,15 @@ class Gen:
         while steps < n_stmts and not self.ended:
             steps += 1
             c = r.random()
+            if self.tier == 3:  # versions: compute, write through aliases, backward
+                if c < 0.5: self.compute_stmt()
+                elif c < 0.72: self.alias_write_stmt()
+                elif c < 0.84 and not self.nograd_open:
+                    if r.random() < 0.3: self.second_order_stmt()
+                    else: self.backward_stmt()
+                elif c < 0.92: self.read_stmt()
+                else: self.emit({"k": "sync"})
+                continue
             if c < 0.45: self.compute_stmt()
             elif c < 0.45 + (0.12 if self.tier == 0 else 0.22): self.inplace_stmt()
             elif c < 0.72:
@@ -547,7 +594,7 @@ class Gen:
         if self.nograd_open and not self.ended:
             self.emit({"k": "nograd", "on": False})
         if not self.ended:
-            if self.tier == 2: self.second_order_stmt()
+            if self.tier >= 2: self.second_order_stmt()
             else: self.backward_stmt()
         if not self.ended:
             for i, t in enumerate(self.env.vars):
@@ -642,12 +689,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/oracle")
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--counts", default="900,800,700", help="programs per tier: simple,harder,2nd-order")
+    ap.add_argument("--counts", default="900,800,700,600",
+                    help="programs per tier: simple,harder,second_order,versions")
     args = ap.parse_args()
     torch.set_num_threads(1)
     counts = [int(c) for c in args.counts.split(",")]
     os.makedirs(args.out, exist_ok=True)
-    names = ["simple", "harder", "second_order"]
+    names = ["simple", "harder", "second_order", "versions"]
     for tier, count in enumerate(counts):
         progs = []
         for i in range(count):
