@@ -11,6 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "lazy/backend.h"
 #include "lazy/metrics.h"
+#include "lazy/scheduler.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
@@ -68,6 +69,9 @@ lazy::DeviceData host_data(const Tensor& t) {
   v.reset();  // a held view value would be one more graph output (see lazy/graph.cc)
   internal::sync_tensor(t);
   v = t.impl()->value();
+  // A view whose chain has no zero-copy layout over the synced base (a reshape that apply_view
+  // cannot express) is a small pending graph of its own: run it too.
+  if (!v->materialized()) lazy::sync_nodes({&v, 1}, t.impl()->group->device);
   lazy::DeviceData d = *v->data;
   if (!d.storage->device().is_cpu()) {
     Tensor h = t.to(Device::cpu());

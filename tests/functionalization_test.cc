@@ -327,3 +327,53 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace sloth
+
+namespace sloth {
+namespace {
+
+// A view of a permuted view of synced data, merging dims across the permutation (PyTorch
+// allows it: the merged dims are adjacent in memory). Found by the oracle (it crashed).
+TEST(Functionalization, ViewMergingDimsOfAPermutedSyncedBase) {
+  std::vector<float> vals(16);
+  for (int i = 0; i < 16; ++i) vals[i] = static_cast<float>(i);
+  Tensor x = from_vector<float>(vals, {2, 4, 2});
+  mark_step();
+  Tensor p = x.permute({2, 0, 1});  // [2, 2, 4], strides (1, 8, 2)
+  Tensor v = p.view({2, 8});        // strides (1, 2)
+  std::vector<float> want;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 4; ++c) want.push_back(static_cast<float>(b * 8 + c * 2 + a));
+  EXPECT_EQ(v.to_vector<float>(), want);
+}
+
+}  // namespace
+}  // namespace sloth
+
+namespace sloth {
+namespace {
+
+// The oracle's minimal crash: a write through a permuted view under no_grad, then a view
+// that merges dims of another permutation of the same base is read.
+TEST(Functionalization, ReadAViewOfAPermutationAfterAWriteThroughAnother) {
+  std::vector<float> vals(16);
+  for (int i = 0; i < 16; ++i) vals[i] = static_cast<float>(i) - 8.f;
+  Tensor x = from_vector<float>(vals, {2, 4, 2}).requires_grad_();
+  Tensor a = x.permute({1, 2, 0}).transpose(2, 2);
+  Tensor v;
+  {
+    NoGradGuard no_grad;
+    Tensor p = x.permute({2, 0, 1});
+    a.clamp_(-0.5, 1.0);
+    v = p.view({2, 8});
+  }
+  std::vector<float> want;
+  for (int i = 0; i < 2; ++i)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 4; ++c)
+        want.push_back(std::min(1.f, std::max(-0.5f, vals[b * 8 + c * 2 + i])));
+  EXPECT_EQ(v.to_vector<float>(), want);
+}
+
+}  // namespace
+}  // namespace sloth

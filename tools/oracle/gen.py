@@ -260,7 +260,9 @@ class Gen:
         # PyTorch's elementwise results take their inputs' memory layout (a transposed input
         # gives a transposed result), which is observable through contiguous()/view(); sloth's
         # results are always contiguous. Programs with such results are left out.
-        if st["k"] in ("un", "bin", "sc", "cmp", "where", "mfill", "clamp", "sm", "red", "mm"):
+        # (clone() preserves a dense input's layout the same way.)
+        if st["k"] in ("un", "bin", "sc", "cmp", "where", "mfill", "clamp", "sm", "red", "mm") or (
+                st["k"] == "view" and st.get("v") == "clone"):
             t = self.env.vars[st["o"]]
             if t is not None and not t.is_contiguous():
                 self.env.vars = saved_vars
