@@ -161,6 +161,11 @@ def exec_stmt(env, st):
                     a[0].backward(retain_graph=st.get("retain"), create_graph=st.get("cg", False))
             elif k == "agrad":
                 ins = a[1:]
+                # PyTorch 1.13 bug: autograd.grad through a CopySlices node (a write through a
+                # view) also accumulates into the leaf's .grad. autograd.grad is documented not
+                # to touch .grad; the oracle keeps the documented behaviour.
+                before = [(t, None if t.grad is None else t.grad.detach().clone()) for t in V
+                          if t is not None and _attr(t, "is_leaf") and t.requires_grad]
                 with torch.set_grad_enabled(True):
                     gs = torch.autograd.grad([a[0]], ins, retain_graph=st.get("retain"),
                                              create_graph=st.get("cg", False), allow_unused=True)
@@ -168,6 +173,7 @@ def exec_stmt(env, st):
                     while len(V) <= st["o"] + j: V.append(None)
                     V[st["o"] + j] = g
                 st["x"] = {"def": [g is not None for g in gs]}
+                for t, g in before: t.grad = g
             elif k == "del": V[st["a"][0]] = None
             elif k == "fgrad": env.set(st, run_fgrad(env, st))
             else: raise ValueError(k)
