@@ -42,6 +42,10 @@ class CopySlices final : public autograd::GradFn {
     if (grads.empty() || !grads[0]) return {nullptr, nullptr};
     Tensor g(grads[0]);
     Tensor g_old = next[0].fn ? scatter_chain(g, zeros_of(view_), chain_) : Tensor();
+    // PyTorch's is grad.clone() with the window overwritten, so under create_graph it has
+    // grad's history even when the window is everything (then its value is all zeros).
+    if (g_old.defined() && g.requires_grad() && !g_old.requires_grad())
+      g_old = where(full(g.shape(), true, TensorOptions(kBool).device(g.device())), g_old, g);
     Tensor g_new = next[1].fn ? replay_chain(g, chain_).clone() : Tensor();
     return {g_old.defined() ? g_old.impl() : nullptr, g_new.defined() ? g_new.impl() : nullptr};
   }
