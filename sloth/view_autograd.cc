@@ -38,6 +38,10 @@ class CopySlices final : public autograd::GradFn {
   CopySlices(std::vector<ViewStep> chain, autograd::OutputInfo view)
       : chain_(std::move(chain)), view_(std::move(view)) {}
   std::string name() const override { return "CopySlices"; }
+  // PyTorch's CopySlices drops its wrapped node when a backward frees the graph, so a second
+  // pass through it fails even though it saved no tensor.
+  void release_saved() override { released_ = true; }
+  bool released() const override { return released_; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
     if (grads.empty() || !grads[0]) return {nullptr, nullptr};
     Tensor g(grads[0]);
@@ -53,6 +57,7 @@ class CopySlices final : public autograd::GradFn {
  private:
   std::vector<ViewStep> chain_;
   autograd::OutputInfo view_;
+  bool released_ = false;
 };
 
 class OverwriteBackward final : public autograd::GradFn {
