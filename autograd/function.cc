@@ -62,7 +62,15 @@ void SavedVariable::save(const TensorImplPtr& t, bool check) {
   // second backward through such a node is fine.
   checked = check && !wrapped;
   auto* m = meta(*t);
-  leaf = !wrapped && !t->is_view() && (m == nullptr || !m->grad_fn) ? t : nullptr;
+  leaf.reset();
+  if (!wrapped && !t->is_view() && (m == nullptr || !m->grad_fn)) {
+    AutogradMeta& lm = ensure_meta(*t);
+    if (!lm.cell) {
+      lm.cell = Ref<LeafCell>(new LeafCell());
+      lm.cell->tensor = t.get();
+    }
+    leaf = lm.cell;
+  }
 }
 
 TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
@@ -70,7 +78,9 @@ TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
   // A wrapped number keeps its promotion role (its node is float64 whatever its C++ type).
   TensorImplPtr t = wrapped ? TensorImpl::wrapped_scalar(value->scalar) : TensorImpl::make(value, group->device);
   Edge e = edge;
-  if (!e.fn && leaf && leaf->group->version == version) e = gradient_edge(leaf);
+  if (!e.fn && leaf && leaf->tensor != nullptr && leaf->tensor->group.get() == group.get() &&
+      group->version == version)
+    e = gradient_edge(TensorImplPtr(leaf->tensor));
   if (e.fn && is_grad_enabled()) {
     AutogradMeta& m = ensure_meta(*t);
     m.grad_fn = e.fn;

@@ -53,7 +53,9 @@ struct SavedVariable {
   bool wrapped = false;         // a wrapped number (x * 2.0): unpacked as one again
   // A saved tensor without history (a leaf) is PyTorch's saved original: unpacked, it is that
   // tensor as it is now, so a requires_grad_() made after the save counts in double backward.
-  TensorImplPtr leaf;
+  // Held through a cell the tensor clears when it dies: holding the tensor itself would make
+  // a cycle once an in-place write gives it a grad_fn that reaches this node.
+  Ref<struct LeafCell> leaf;
 
   void save(const TensorImplPtr& t, bool check);
   bool defined() const { return value != nullptr; }
@@ -100,6 +102,11 @@ class GradFn : public RefCounted {
   GradFn();
 };
 
+// A weak handle to a tensor for SavedVariable::leaf: `tensor` is null once it is gone.
+struct LeafCell final : RefCounted {
+  lazy::TensorImpl* tensor = nullptr;
+};
+
 // Per-tensor autograd state, hung on lazy::TensorImpl::autograd.
 struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   bool requires_grad = false;
@@ -114,7 +121,11 @@ struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   // An output of split/chunk (or a view of one) made with grad: PyTorch's MULTI_OUTPUT_NODE
   // views may not be written in place, nor used once their base was written.
   int multi_output = -1;
-  bool non_differentiable = false;  // a custom function's mark_non_differentiable output      // which output of split/chunk; -1: not such a view
+  bool non_differentiable = false;  // a custom function's mark_non_differentiable output
+  Ref<LeafCell> cell;         // handed to SavedVariables that saved this tensor as a leaf
+  ~AutogradMeta() override {
+    if (cell) cell->tensor = nullptr;
+  }      // which output of split/chunk; -1: not such a view
 };
 
 AutogradMeta* meta(const TensorImpl& t);     // null if the tensor never had autograd state
