@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/errors.h"
 #include "sloth/sloth.h"
 
 namespace sloth {
 namespace {
+
+using testing::error_of;
 
 using D = std::vector<double>;
 std::vector<double> v(const Tensor& t) { return t.to_vector<double>(); }
@@ -23,14 +26,6 @@ Tensor plain(std::vector<double> vals, Shape s = {-1}) {
   return tensor(std::move(vals), s, TensorOptions().dtype(kFloat64));
 }
 Tensor ints(std::vector<int64_t> vals, Shape s = {-1}) { return from_vector<int64_t>(vals, s); }
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 // A write that changes no value but bumps the version, through an alias without history.
 void touch(const Tensor& t) { t.detach().copy_(t.detach().clone()); }
 

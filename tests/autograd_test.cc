@@ -2,25 +2,19 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "tests/support/errors.h"
 #include "sloth/sloth.h"
 
 namespace sloth {
 namespace {
+
+using testing::error_of;
 
 using D = std::vector<double>;
 std::vector<double> v(const Tensor& t) { return t.to_vector<double>(); }
 Tensor leaf(std::vector<double> vals, Shape s = {-1}) {
   return tensor(std::move(vals), s, TensorOptions().dtype(kFloat64).requires_grad());
 }
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Autograd, RetainGraphAccumulatesAndThirdBackwardFails) {
   Tensor x = leaf({1, 2, 3});
   Tensor y = (x * x).sum();

@@ -1,25 +1,13 @@
 // Bad input: a clear sloth::Error naming the op, the shapes/values and the fix; nothing
 // recorded, nothing lost, and the next operation works (invariant I7).
 #include "gtest/gtest.h"
+#include "tests/support/errors.h"
 #include "sloth/sloth.h"
 
 namespace sloth {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                     \
-  do {                                                                   \
-    std::string _e = error_of([&] { stmt; });                            \
-    EXPECT_NE(_e.find(text), std::string::npos) << "message: " << _e;    \
-  } while (0)
+using testing::error_of;
 
 TEST(Errors, Shapes) {
   Tensor a = ones({2, 3}), b = ones({2, 2});

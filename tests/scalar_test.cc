@@ -7,30 +7,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/errors.h"
 #include "sloth/sloth.h"
 
 namespace sloth {
 namespace {
 
+using testing::error_of;
+
 using I = std::vector<int64_t>;
 using F = std::vector<float>;
 using D = std::vector<double>;
 using B = std::vector<bool>;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                  \
-  do {                                                                \
-    std::string _e = error_of([&] { stmt; });                         \
-    EXPECT_NE(_e.find(text), std::string::npos) << "message: " << _e; \
-  } while (0)
 
 constexpr int64_t k2p60 = int64_t{1} << 60;
 
