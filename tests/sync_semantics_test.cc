@@ -393,3 +393,81 @@ TEST(SyncSemantics, LongLoopWithoutAnySyncStaysBounded) {
 
 }  // namespace
 }  // namespace sloth
+
+namespace sloth {
+namespace {
+
+// Written as a LibTorch user writes a loop: no mark_step(), loss.item() every step, modules
+// through shared_ptr, copy_ of known weights under NoGradGuard. The expected losses and
+// weights are PyTorch 1.13's for the same program (computed with python3-torch).
+struct TwoLayer {
+  std::shared_ptr<nn::Linear> fc1 = std::make_shared<nn::Linear>(4, 8);
+  std::shared_ptr<nn::Linear> fc2 = std::make_shared<nn::Linear>(8, 1);
+  TwoLayer() {
+    std::vector<float> w1, b1, w2;
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 4; ++j) w1.push_back(0.1f * (i + 1) * (j % 2 ? -1.f : 1.f));
+    for (int i = 0; i < 8; ++i) b1.push_back(0.05f * i);
+    for (int j = 0; j < 8; ++j) w2.push_back(0.2f - 0.03f * j);
+    NoGradGuard no_grad;
+    fc1->weight.copy_(from_vector<float>(w1, {8, 4}));
+    fc1->bias.copy_(from_vector<float>(b1, {8}));
+    fc2->weight.copy_(from_vector<float>(w2, {1, 8}));
+    fc2->bias.fill_(0.1);
+  }
+  std::vector<Tensor> parameters() const {
+    auto p = fc1->parameters(), q = fc2->parameters();
+    p.insert(p.end(), q.begin(), q.end());
+    return p;
+  }
+};
+
+Tensor inputs() {
+  std::vector<float> x;
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 4; ++j) x.push_back(0.1f * i - 0.3f * j);
+  return from_vector<float>(x, {6, 4});
+}
+Tensor targets() {
+  std::vector<float> y;
+  for (int i = 0; i < 6; ++i) y.push_back(0.5f * i - 1.f);
+  return from_vector<float>(y, {6, 1});
+}
+
+TEST(LibTorchStyleLoop, AdamWWithItemEveryStepMatchesPyTorch) {
+  TwoLayer m;
+  Tensor x = inputs(), y = targets();
+  optim::AdamW opt(m.parameters(), {.lr = 0.05, .weight_decay = 0.01});
+  const std::vector<double> want = {0.7316269, 0.7558005, 0.6832227, 0.6187818,
+                                    0.5594463, 0.4815719, 0.3857956, 0.2985155};
+  for (int step = 0; step < 8; ++step) {
+    opt.zero_grad();
+    Tensor loss = mse_loss((*m.fc2)(relu((*m.fc1)(x))), y);
+    EXPECT_NEAR(loss.item(), want[step], 2e-6) << "step " << step;
+    loss.backward();
+    opt.step();
+  }
+  const std::vector<float> w2 = m.fc2->weight.to_vector<float>();
+  const std::vector<double> want_w2 = {0.41736236, 0.42089182, 0.38502619, 0.34201258,
+                                       0.29203972, 0.24040456, 0.12861490, -0.11745492};
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(w2[j], want_w2[j], 2e-6) << j;
+}
+
+TEST(LibTorchStyleLoop, NesterovSgdWithItemEveryStepMatchesPyTorch) {
+  TwoLayer m;
+  Tensor x = inputs(), y = targets();
+  optim::SGD opt(m.parameters(),
+                 {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.001, .nesterov = true});
+  const std::vector<double> want = {0.7307171, 0.7261317, 0.721327,  0.715865,
+                                    0.7090292, 0.7004148, 0.6898021, 0.6768197};
+  for (int step = 0; step < 8; ++step) {
+    opt.zero_grad();
+    Tensor loss = mse_loss((*m.fc2)(tanh((*m.fc1)(x))), y);
+    EXPECT_NEAR(loss.item(), want[step], 2e-6) << "step " << step;
+    loss.backward();
+    opt.step();
+  }
+}
+
+}  // namespace
+}  // namespace sloth
