@@ -178,10 +178,10 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
          "pass retain_graph=true to the first call if you need to go through the graph again",
          name());
   check_versions();
-  std::vector<TensorImplPtr> inputs;
-  inputs.reserve(saved_.size());
+  // One slot per input (null where nothing is saved; saved_ is empty when nothing is).
+  std::vector<TensorImplPtr> inputs(next.size());
   std::string n = name();
-  for (size_t i = 0; i < saved_.size(); ++i) inputs.push_back(saved_[i].unpack(next[i]));
+  for (size_t i = 0; i < saved_.size() && i < next.size(); ++i) inputs[i] = saved_[i].unpack(next[i]);
   // The result is re-attached to this node (PyTorch stores it without its grad_fn).
   TensorImplPtr result = result_.unpack({GradFnPtr(this), 0});
   std::vector<bool> needs(next.size());

@@ -8,9 +8,15 @@
 namespace sloth::lazy {
 namespace {
 
+// Counts shared by all threads (nodes may be made or dropped on another thread, a data
+// loader) but bumped without a locked read-modify-write: they run for every node on the trace
+// path, and they only steer the auto-flush heuristic and a metric, so an update lost when two
+// threads make or drop nodes at the same instant is harmless.
 std::atomic<int64_t> pending_count{0};
-// Relaxed: a count for metrics; nodes may be dropped on another thread (a data loader).
 std::atomic<int64_t> live_count{0};
+inline void bump(std::atomic<int64_t>& c, int64_t d) {
+  c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
 
 constexpr size_t kPoolCap = 1 << 14;
 struct NodePool {
@@ -39,13 +45,13 @@ int64_t live_nodes() { return live_count.load(std::memory_order_relaxed); }
 int64_t pending_nodes() { return pending_count.load(std::memory_order_relaxed); }
 
 void Node::materialize(DeviceData d) {
-  if (!data) pending_count.fetch_sub(1, std::memory_order_relaxed);
+  if (!data) bump(pending_count, -1);
   data = std::move(d);
   inputs.clear();
 }
 
 Node* Node::acquire() {
-  live_count.fetch_add(1, std::memory_order_relaxed);
+  bump(live_count, 1);
   auto& f = node_pool.free;
   if (f.empty()) return new Node();
   Node* n = f.back();
@@ -65,7 +71,7 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
   n->shape = shape;
   n->attrs = attrs;
   n->inputs.assign(inputs.begin(), inputs.end());
-  if (op != OpId::kScalar) pending_count.fetch_add(1, std::memory_order_relaxed);
+  if (op != OpId::kScalar) bump(pending_count, 1);
   return n;
 }
 
@@ -101,8 +107,8 @@ void Node::release() {
   while (!pending->empty()) {
     Node* n = pending->back();
     pending->pop_back();
-    live_count.fetch_sub(1, std::memory_order_relaxed);
-    if (!n->data && n->op != OpId::kScalar) pending_count.fetch_sub(1, std::memory_order_relaxed);
+    bump(live_count, -1);
+    if (!n->data && n->op != OpId::kScalar) bump(pending_count, -1);
     // Dropping the inputs may release more nodes (release() re-enters above and queues them).
     n->inputs.clear();
     n->data.reset();

@@ -70,7 +70,6 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
   Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
   fn->next.reserve(in.size());
-  fn->saved_.resize(in.size());
   fn->input_info_.reserve(in.size());
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -82,6 +81,8 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
     fn->input_info_.push_back({ti->shape, ti->dtype, ti->group->device});
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
+  // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
+  if (plan.value | plan.check) fn->saved_.resize(in.size());
   for (size_t i = 0; i < in.size() && i < 32; ++i)
     if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
   if (plan.result_value || plan.result_check) {
