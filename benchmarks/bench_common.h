@@ -63,6 +63,14 @@ inline void check_close(const char* what, double got, double want, double tol = 
   }
 }
 
+// Aborts when a training benchmark did not train (the loss must end finite and lower).
+inline void check_trains(double first, double last) {
+  if (!(std::isfinite(last) && last < first)) {
+    std::fprintf(stderr, "loss did not decrease: first %g last %g\n", first, last);
+    std::abort();
+  }
+}
+
 // MLP trained with raw sloth ops: linear layers as matmul(x, W) + b with W [in, out],
 // ReLU between layers, SGD with momentum written with in-place ops under NoGradGuard.
 struct Mlp {

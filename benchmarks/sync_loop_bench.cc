@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "benchmarks/bench_common.h"
 #include "nn/nn.h"
 #include "sloth/sloth.h"
 
@@ -44,10 +45,7 @@ void run_loop(benchmark::State& state, const std::shared_ptr<nn::Module>& model,
   double last = first;
   for (auto _ : state) last = step();
   Metrics m = metrics();
-  if (!(std::isfinite(last) && last < first)) {
-    std::fprintf(stderr, "loss did not decrease: first %g last %g\n", first, last);
-    std::abort();
-  }
+  sloth_bench::check_trains(first, last);
   const double n = static_cast<double>(state.iterations());
   state.counters["nodes_per_step"] = m.nodes_executed / n;
   state.counters["graphs_per_step"] = m.graphs_executed / n;
