@@ -91,7 +91,7 @@ void BM_TrainMlp(benchmark::State& state) {
     state.ResumeTiming();
   }
   sloth::Metrics m = sloth::metrics();
-  check_trains(first, loss);
+  sloth_bench::check_trains(first, loss);
   const double n = static_cast<double>(state.iterations());
   state.counters["os_allocs_per_step"] = m.os_allocations / n;
   state.counters["kernels_per_step"] = m.kernels_launched / n;
@@ -122,7 +122,7 @@ void BM_TrainTinyMlp(benchmark::State& state) {
   sloth::reset_metrics();
   for (auto _ : state) loss = mlp.step_mse(x, y);
   sloth::Metrics m = sloth::metrics();
-  check_trains(first, loss);
+  sloth_bench::check_trains(first, loss);
   const double n = static_cast<double>(state.iterations());
   state.counters["os_allocs_per_step"] = m.os_allocations / n;
   state.counters["kernels_per_step"] = m.kernels_launched / n;
