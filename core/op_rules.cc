@@ -623,8 +623,9 @@ absl::Status rule_inplace_index_put(OpId op, Metas in, Attrs& a, OutputMeta* out
 }
 
 constexpr OpInfo kOps[] = {
-#define OP(Id, name, cat, arity, alias, rule, grad) \
-  {OpId::k##Id, name, OpCategory::cat, arity, AliasKind::alias, &rule, GradKind::grad},
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...)                          \
+  {OpId::k##Id, #name,          OpCategory::cat, arity,                                    \
+   AliasKind::alias, &rule,     GradKind::grad,  ApiKind::api, OpFacts{__VA_ARGS__}},
 #include "core/ops.def"
 #undef OP
 };

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -16,12 +17,12 @@
 namespace sloth {
 
 enum class OpId : uint16_t {
-#define OP(Id, name, cat, arity, alias, rule, grad) k##Id,
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) k##Id,
 #include "core/ops.def"
 #undef OP
 };
 inline constexpr int kNumOps = 0
-#define OP(Id, name, cat, arity, alias, rule, grad) +1
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) +1
 #include "core/ops.def"
 #undef OP
     ;
@@ -32,6 +33,16 @@ enum class OpCategory : uint8_t {
 };
 enum class AliasKind : uint8_t { Fresh, ViewOf, InplaceOf };
 enum class GradKind : uint8_t { Formula, Decomposed, None };
+enum class ApiKind : uint8_t { Fn, Custom };
+
+// Per-op facts every layer reads from the table instead of keeping its own list.
+struct OpFacts {
+  bool commutative = false;  // op(a, b) == op(b, a): CSE matches either operand order
+  bool compare = false;      // elementwise with a bool result, computed in the operands' type
+  std::optional<OpId> functional;  // Inplace ops: the out-of-place op written back to operand 0
+  std::optional<OpId> inverse;     // View ops: the Scatter op writing through their window;
+                                   // Scatter ops: that view
+};
 
 // What a rule sees of an operand.
 struct TensorMeta {
@@ -57,6 +68,8 @@ struct OpInfo {
   AliasKind alias;
   ShapeRule rule;
   GradKind grad;
+  ApiKind api;
+  OpFacts facts;
 };
 
 const OpInfo& op_info(OpId id);

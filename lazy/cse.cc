@@ -9,15 +9,7 @@
 namespace sloth::lazy {
 namespace {
 
-bool commutative(OpId op) {
-  switch (op) {
-    case OpId::kAdd: case OpId::kMul: case OpId::kMaximum: case OpId::kMinimum:
-    case OpId::kEq: case OpId::kNe: case OpId::kLogicalAnd: case OpId::kLogicalOr:
-      return true;
-    default:
-      return false;
-  }
-}
+bool commutative(OpId op) { return op_info(op).facts.commutative; }
 
 struct Key {
   const Instr* instr;

@@ -13,13 +13,13 @@ namespace {
 // OpId as the compiled unit sees it: the same enumerators in the same order as op_table.h.
 constexpr char kOpIdEnum[] =
     "namespace sloth { enum class OpId : unsigned short {\n"
-#define OP(Id, name, cat, arity, alias, rule, grad) "  k" #Id ",\n"
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) "  k" #Id ",\n"
 #include "core/ops.def"
 #undef OP
     "}; }\n";
 
 constexpr const char* kOpIdName[] = {
-#define OP(Id, name, cat, arity, alias, rule, grad) "k" #Id,
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) "k" #Id,
 #include "core/ops.def"
 #undef OP
 };
