@@ -73,6 +73,21 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(OpId id);
+
+// The category and facts of the table at compile time, for code that picks per-op templates
+// with `if constexpr` (backends/cpu/ew_loops.h): same values as op_info(id).
+inline constexpr OpCategory kOpCategory[] = {
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) OpCategory::cat,
+#include "core/ops.def"
+#undef OP
+};
+inline constexpr OpFacts kOpFacts[] = {
+#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) OpFacts{__VA_ARGS__},
+#include "core/ops.def"
+#undef OP
+};
+constexpr OpCategory op_category(OpId id) { return kOpCategory[static_cast<int>(id)]; }
+constexpr const OpFacts& op_facts(OpId id) { return kOpFacts[static_cast<int>(id)]; }
 inline std::string_view op_name(OpId id) { return op_info(id).name; }
 inline bool is_elementwise(OpId id) {
   auto c = op_info(id).category;

@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "backends/cpu/ew_ops.h"
+#include "core/ew_semantics.h"
 
 namespace sloth::cpu {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "backends/cpu/ew_ops.h"
+#include "core/ew_semantics.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/minmax.h"
 #include "backends/cpu/strided.h"

@@ -1,4 +1,4 @@
-// The tile interpreter's data movement and accumulators (elementwise.cc): operands loaded
+// The tile interpreter's data movement and accumulators (tile_program.h): operands loaded
 // into tiles with conversion and broadcast, constant tiles, and the fused reductions' per-tile
 // accumulators. Internal to the CPU backend.
 #pragma once
@@ -8,10 +8,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "backends/cpu/ew_ops.h"
 #include "backends/cpu/minmax.h"
 #include "backends/cpu/strided.h"
 #include "core/dtype.h"
+#include "core/ew_semantics.h"
 
 namespace sloth::cpu::tile {
 
@@ -42,7 +42,7 @@ void load_strided(const LoadArgs& a, int64_t start, int64_t n, void* dst_v) {
                     dst += run;
                   });
 }
-LoadFn load_for(DType from, DType to) {
+inline LoadFn load_for(DType from, DType to) {
   return visit_dtype(from, [&](auto s) {
     return visit_dtype(to, [&](auto d) -> LoadFn {
       return &load_strided<decltype(s), decltype(d)>;
@@ -55,7 +55,7 @@ template <typename T> void fill_typed(void* p, double v, int64_t n) {
   T x = static_cast<T>(v);
   for (int64_t i = 0; i < n; ++i) o[i] = x;
 }
-void fill(void* p, DType t, double v, int64_t n) {
+inline void fill(void* p, DType t, double v, int64_t n) {
   visit_dtype(t, [&](auto z) { fill_typed<decltype(z)>(p, v, n); });
 }
 
@@ -103,19 +103,19 @@ template <typename T> struct ProdAcc {
 template <typename T> struct MaxAcc {
   using A = T;
   static A init() { return lowest_value<T>(); }
-  static A merge(A a, A b) { return ew::max_<T>(a, b); }
+  static A merge(A a, A b) { return sloth::ew::max_<T>(a, b); }
   static A run(const T* x, int64_t n) {
     if constexpr (kHasVectorMinMax<T>) return minmax_contig<T, true>(x, n, init());
-    else return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::max_<T>(v, a); }, merge);
+    else return lanes<T, A>(x, n, init(), [](A a, T v) { return sloth::ew::max_<T>(v, a); }, merge);
   }
 };
 template <typename T> struct MinAcc {
   using A = T;
   static A init() { return highest_value<T>(); }
-  static A merge(A a, A b) { return ew::min_<T>(a, b); }
+  static A merge(A a, A b) { return sloth::ew::min_<T>(a, b); }
   static A run(const T* x, int64_t n) {
     if constexpr (kHasVectorMinMax<T>) return minmax_contig<T, false>(x, n, init());
-    else return lanes<T, A>(x, n, init(), [](A a, T v) { return ew::min_<T>(v, a); }, merge);
+    else return lanes<T, A>(x, n, init(), [](A a, T v) { return sloth::ew::min_<T>(v, a); }, merge);
   }
 };
 

@@ -1,0 +1,93 @@
+// Binding a run of the tile interpreter: outputs allocated or taken over from dead operands,
+// each operand's read path chosen (in place, linear with conversion, or strided/broadcast),
+// scalars read. The read paths depend only on the operands' layouts, so they are kept from
+// run to run and recomputed only when a layout changes.
+#include "absl/strings/str_format.h"
+#include "backends/cpu/strided.h"
+#include "backends/cpu/tile_program.h"
+
+namespace sloth::cpu {
+
+// Outputs allocated (or donated buffers taken over), operands bound, scalars read, the
+// reduction's output allocated: everything a run needs before its loops.
+absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
+  const int64_t n = n_;
+  b.donated.assign(exts_.size(), 0);
+  b.outp.resize(outs_.size());
+  for (size_t o = 0; o < outs_.size(); ++o) {
+    const DType t = vals_[outs_[o].val].dtype;
+    bool done = false;
+    for (const Donor& d : donors_) {
+      if (!donate) break;
+      if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
+      const DeviceData& x = env.get(exts_[d.ext].slot);
+      if (x.dtype != t || x.storage->use_count() != 1 || x.layout.shape != shape_ ||
+          !x.is_contiguous() || x.numel() != n)
+        continue;
+      b.donated[d.ext] = 1;
+      env.set_view(outs_[o].slot, x);  // shares the storage; the slot is released after this kernel
+      done = true;
+      break;
+    }
+    if (!done) env.alloc_to(outs_[o].slot, shape_, t);
+    b.outp[o] = ptr(env.vals[outs_[o].slot]);
+  }
+  b.jit = nullptr;
+  if (n > 0) {
+    bool hit = b.valid;
+    for (size_t e = 0; e < exts_.size() && hit; ++e) {
+      const DeviceData& x = env.get(exts_[e].slot);
+      hit = x.dtype == b.key_dtype[e] && x.layout.shape == b.key_shape[e] &&
+            x.layout.strides == b.key_strides[e];
+    }
+    if (!hit) rebind(env, b);
+    b.jit = jit_fn(n);
+    if (b.jit != nullptr) jit::note_compiled_run();
+    for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
+    b.cv.resize(consts_.size());
+    for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
+  }
+  if (sink_ >= 0) {
+    const int64_t kn = numel(red_.shape);
+    if (kn > 0 && n == 0 && (red_.op == OpId::kAmax || red_.op == OpId::kAmin))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: cannot reduce over an empty dim (no identity)", op_name(red_.op)));
+    b.red_out = ptr(env.alloc_to(red_.out, red_.shape, red_.dtype));
+  }
+  return absl::OkStatus();
+}
+
+void TileProgram::rebind(Env& env, Bind& b) const {
+  const size_t ne = exts_.size();
+  b.key_dtype.resize(ne);
+  b.key_shape.resize(ne);
+  b.key_strides.resize(ne);
+  b.st.resize(ne + 1);
+  b.geo = shape_;
+  std::vector<const DeviceData*> data(ne);
+  for (size_t e = 0; e < ne; ++e) {
+    data[e] = &env.get(exts_[e].slot);
+    b.key_dtype[e] = data[e]->dtype;
+    b.key_shape[e] = data[e]->layout.shape;
+    b.key_strides[e] = data[e]->layout.strides;
+    b.st[e] = broadcast_strides(data[e]->layout.shape, data[e]->layout.strides, shape_);
+  }
+  b.st.back() = contiguous_strides(shape_);
+  std::vector<Strides*> sp;
+  for (auto& x : b.st) sp.push_back(&x);
+  coalesce(b.geo, sp);
+  const Strides& lin = b.st.back();
+  b.bound.assign(ne, Bound{});
+  for (size_t e = 0; e < ne; ++e) {
+    Bound& x = b.bound[e];
+    x.args = {nullptr, b.geo.data(), b.st[e].data(), static_cast<int>(b.geo.size())};
+    x.linear = b.st[e] == lin;
+    x.direct = x.linear && data[e]->dtype == exts_[e].dtype;
+    x.src_size = dtype_size(data[e]->dtype);
+    x.load = tile::load_for(data[e]->dtype, exts_[e].dtype);
+    x.conv = ew::conv_for(data[e]->dtype, exts_[e].dtype);
+  }
+  b.valid = true;
+}
+
+}  // namespace sloth::cpu

@@ -1,0 +1,124 @@
+// The tile loop of the tile interpreter (tile_program.h): over the tiles of one chunk of the
+// loop space, load the operands' tiles and run every step, or hand the tile to the compiled
+// kernel; then write the outputs and feed a fused reduction's sink. A template over the sink,
+// included by tile_run.cc and tile_reduce.cc only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/tile_program.h"
+
+namespace sloth::cpu {
+namespace tile_loop {
+
+inline void stream_copy(char* dst, const char* src, size_t bytes) {
+  size_t k = 0;
+  if ((reinterpret_cast<uintptr_t>(dst) & 31) == 0) {
+    for (; k + 32 <= bytes; k += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(src + k)));
+  }
+  if (k < bytes) std::memcpy(dst + k, src + k, bytes - k);
+}
+
+// Scratch registers are per thread: tiles of one chunk reuse them, chunks on other threads
+// have their own.
+inline char* scratch(size_t bytes) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<char*>((p + 63) & ~uintptr_t{63});
+}
+
+}  // namespace tile_loop
+
+template <typename SinkF>
+void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink,
+                            TileFn jit) const {
+  // Large outputs bypass the cache (non-temporal stores): no write-allocate read of the
+  // destination, and the inputs of the next tiles are not evicted. Results are computed
+  // into L1 registers, then streamed.
+  const bool stream = out_bytes_ >= kStreamBytes;
+  // The compiled path runs every load before any computing step, so the interpreter's
+  // register sharing (by step order) does not hold there: it has a layout of its own.
+  const std::vector<int>& reg_of = jit ? jit_regs_ : interp_regs_;
+  char* regs =
+      tile_loop::scratch(static_cast<size_t>(jit ? num_jit_regs_ : num_regs_) * kRegStride);
+  void* p[256];
+  std::vector<void*> heap;
+  void** ptrs = p;
+  if (vals_.size() > 256) {
+    heap.resize(vals_.size());
+    ptrs = heap.data();
+  }
+  for (size_t v = 0; v < vals_.size(); ++v)
+    ptrs[v] = reg_of[v] >= 0 ? regs + reg_of[v] * kRegStride : nullptr;
+  const int64_t fill_n = std::min(kTile, end - begin);
+  for (size_t c = 0; c < consts_.size(); ++c) {
+    const Val& v = vals_[consts_[c].val];
+    tile::fill(ptrs[consts_[c].val], v.dtype, b.cv[c], fill_n);
+  }
+  const Bound* bound = b.bound.data();
+  char* const* outp = b.outp.data();
+  const size_t nouts = outs_.size();
+  // Operands read linearly are prefetched kPrefetchTiles tiles ahead: each step reads its
+  // operand tile in one short burst, too short for the hardware prefetchers to keep
+  // several streams in flight, so without this every burst waits on DRAM latency.
+  const int64_t pf = kPrefetchTiles * kTile;
+  const size_t nexts = exts_.size();
+  for (int64_t t = begin; t < end; t += kTile) {
+    const int64_t n = std::min(kTile, end - t);
+    if (pf > 0 && t + pf < end) {
+      const int64_t pn = std::min(kTile, end - t - pf);
+      for (size_t e = 0; e < nexts; ++e) {
+        const Bound& x = bound[e];
+        if (!x.linear) continue;
+        const char* p0 = x.args.base + (t + pf) * x.src_size;
+        const char* p1 = p0 + pn * x.src_size;
+        for (const char* q = p0; q < p1; q += 64) _mm_prefetch(q, _MM_HINT_T0);
+      }
+    }
+    if (!stream)
+      for (size_t o = 0; o < nouts; ++o) ptrs[outs_[o].val] = outp[o] + t * out_es_[o];
+    auto load = [&](const Step& s) {
+      const Bound& x = bound[s.ext];
+      const char* src = x.args.base + t * x.src_size;
+      if (x.direct) ptrs[s.out] = const_cast<char*>(src);
+      else if (x.linear) x.conv(ptrs[s.out], src, n);
+      else x.load(x.args, t, n, ptrs[s.out]);
+    };
+    if (jit != nullptr) {  // loads as interpreted, then every computing step in one loop
+      for (int k : load_steps_) load(steps_[k]);
+      jit(ptrs, n);
+    } else {
+      for (const Step& s : steps_) {
+        switch (s.kind) {
+          case Kind::kLoad:
+            load(s);
+            break;
+          case Kind::kConvert:
+            s.conv(ptrs[s.out], ptrs[s.in[0]], n);
+            break;
+          case Kind::kOp:
+            s.fn(ptrs[s.out], s.in[0] >= 0 ? ptrs[s.in[0]] : nullptr,
+                 s.in[1] >= 0 ? ptrs[s.in[1]] : nullptr, s.in[2] >= 0 ? ptrs[s.in[2]] : nullptr,
+                 n);
+            break;
+        }
+      }
+    }
+    if (stream)
+      for (size_t o = 0; o < nouts; ++o)
+        tile_loop::stream_copy(outp[o] + t * out_es_[o],
+                               static_cast<const char*>(ptrs[outs_[o].val]), n * out_es_[o]);
+    if constexpr (!std::is_same_v<SinkF, NoSink>) (*sink)(ptrs[sink_], t, n);
+  }
+  if (stream) _mm_sfence();
+}
+
+}  // namespace sloth::cpu

@@ -1,0 +1,141 @@
+// The tile program built from the lazy form: the form's steps become typed loops (the
+// scalar-operand form of a binary op where one operand is a bound scalar), its scalars become
+// constant registers, and the operands an output may overwrite in place are found.
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "backends/cpu/tile_program.h"
+
+namespace sloth::cpu {
+
+// Elements per tile; SLOTH_TILE overrides it (a power of two, 64 .. 16384), for measurements.
+const int64_t kTile = [] {
+  const char* v = std::getenv("SLOTH_TILE");
+  int64_t t = v ? std::atoll(v) : 512;
+  return (t >= 64 && t <= 16384 && (t & (t - 1)) == 0) ? t : int64_t{512};
+}();
+// Scratch registers are kRegStride apart, not kRegBytes: at a power-of-two stride every
+// register's tile falls into the same L1 sets (and so do the operand tiles, which share their
+// offsets), and chains with many live registers missed L1 on set conflicts. The extra
+// quarter tile plus one line staggers consecutive registers over the sets.
+const int64_t kRegBytes = kTile * 8;
+const int64_t kRegStride = kRegBytes + kTile * 2 + 64;
+// How far ahead (in tiles) run_chunk prefetches operands; SLOTH_PREFETCH_TILES overrides it
+// (0 disables), for measurements.
+const int64_t kPrefetchTiles = [] {
+  const char* v = std::getenv("SLOTH_PREFETCH_TILES");
+  return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{0};
+}();
+// Outputs at least this large (all outputs of a run together) are written with streaming
+// stores: about the size of the last-level cache share of one core.
+// SLOTH_STREAM_MB overrides it (0 disables streaming), for measurements.
+const int64_t kStreamBytes = [] {
+  const char* v = std::getenv("SLOTH_STREAM_MB");
+  int64_t mb = v ? std::atoll(v) : 8;
+  return mb <= 0 ? std::numeric_limits<int64_t>::max() : mb << 20;
+}();
+
+TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
+                         const std::vector<int32_t>& materialize, const ProgramOptions& opt) {
+  using FormKind = lazy::EwForm::StepKind;
+  auto form = std::make_shared<lazy::EwForm>(
+      lazy::build_ew_form(plan, instrs, materialize, opt.reduce));
+  shape_ = form->shape;
+  n_ = numel(shape_);
+  if (opt.reduce) red_ = *opt.reduce;
+  if (!form->error.empty()) {
+    error_ = "cpu backend: " + form->error;
+    return;
+  }
+  vals_.reserve(form->values.size());
+  for (DType t : form->values) vals_.push_back({t});
+  for (const lazy::EwForm::Output& o : form->outputs) {
+    vals_[o.value].out = static_cast<int>(outs_.size());
+    outs_.push_back({o.slot, o.value});
+  }
+  for (const lazy::EwForm::Step& fs : form->steps) {
+    switch (fs.kind) {
+      case FormKind::kScalar:
+        consts_.push_back({fs.slot, fs.out});
+        break;
+      case FormKind::kLoad: {
+        exts_.push_back({fs.slot, form->values[fs.out], fs.out});
+        Step ls{Kind::kLoad, fs.out};
+        ls.ext = static_cast<int>(exts_.size()) - 1;
+        steps_.push_back(ls);
+        break;
+      }
+      case FormKind::kConvert: {
+        Step cs{Kind::kConvert, fs.out};
+        cs.in[0] = fs.in[0];
+        cs.conv = ew::conv_for(form->values[fs.in[0]], form->values[fs.out]);
+        steps_.push_back(cs);
+        break;
+      }
+      case FormKind::kOp: {
+        Step st{Kind::kOp, fs.out};
+        std::copy(std::begin(fs.in), std::end(fs.in), st.in);
+        const DType a0 = fs.in[0] >= 0 ? form->values[fs.in[0]] : fs.compute;
+        ew::Mode mode = ew::Mode::kVec;
+        // A binary op with one scalar operand reads the scalar once (no tile of copies).
+        if (op_category(fs.op) == OpCategory::Binary && st.in[0] != st.in[1]) {
+          if (is_const_val(st.in[1]) && !is_const_val(st.in[0])) mode = ew::Mode::kVS;
+          else if (is_const_val(st.in[0]) && !is_const_val(st.in[1])) mode = ew::Mode::kSV;
+        }
+        st.fn = ew::op_fn(fs.op, fs.compute, mode, a0);
+        if (!st.fn && error_.empty())
+          error_ = absl::StrFormat("cpu backend: %s has no loop", op_name(fs.op));
+        steps_.push_back(st);
+        def_step_[st.out] = static_cast<int>(steps_.size()) - 1;
+        break;
+      }
+    }
+  }
+  sink_ = form->reduced;
+  form_ = std::move(form);
+  // In-place candidates: operands dead after this program whose buffer an output may take
+  // over. Safe only if every step reading the operand runs no later than the step that
+  // writes the output (a tile is read before it is overwritten) and the read is in lockstep
+  // (checked at run time: same dtype, same linear layout, nothing else holds the storage).
+  for (int32_t d : opt.donatable)
+    for (size_t e = 0; e < exts_.size(); ++e)
+      if (exts_[e].slot == d) {
+        int last = -1;
+        for (size_t k = 0; k < steps_.size(); ++k)
+          for (int i : steps_[k].in)
+            if (i == exts_[e].val) last = static_cast<int>(k);
+        donors_.push_back({static_cast<int>(e), last});
+      }
+  allocate_registers();
+  for (size_t k = 0; k < steps_.size(); ++k)
+    if (steps_[k].kind == Kind::kLoad) load_steps_.push_back(static_cast<int>(k));
+    else ++compute_steps_;
+  // Compiled layout: constants, loaded operands and stored values each own a register
+  // (the compiled loop keeps everything else in machine registers).
+  interp_regs_.assign(vals_.size(), -1);
+  jit_regs_.assign(vals_.size(), -1);
+  for (size_t v = 0; v < vals_.size(); ++v) {
+    interp_regs_[v] = vals_[v].reg;
+    if (vals_[v].reg >= 0 && (is_const(static_cast<int>(v)) || vals_[v].out >= 0 ||
+                              static_cast<int>(v) == sink_))
+      jit_regs_[v] = num_jit_regs_++;
+  }
+  for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
+  if (error_.empty()) jit_ = std::make_shared<jit::Slot>();
+  for (const Out& o : outs_) {
+    out_def_.push_back(def_step_.at(o.val));
+    out_es_.push_back(dtype_size(vals_[o.val].dtype));
+    out_bytes_ += n_ * static_cast<int64_t>(out_es_.back());
+  }
+}
+
+std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
+                                                        const std::vector<int32_t>& instrs,
+                                                        const std::vector<int32_t>& materialize,
+                                                        const ProgramOptions& options) {
+  return std::make_unique<TileProgram>(plan, instrs, materialize, options);
+}
+
+}  // namespace sloth::cpu

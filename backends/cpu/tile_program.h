@@ -1,0 +1,166 @@
+// The tile interpreter: how the CPU runs a fused elementwise kernel (lazy/ew_form.h), with or
+// without a fused reduction. The loop space is cut into tiles of kTile elements that stay in
+// L1; per tile each step of the kernel's form runs one tight typed loop chosen when the
+// program is built (ew_loops.h), so dispatch costs one indirect call per step per tile and
+// intermediates never touch memory. Operands that are contiguous in the loop's order and
+// already of the right dtype are read in place, and materialized results are written straight
+// into their output buffers. Hot programs switch to a run-time compiled loop (jit.h).
+//
+// One job per file:
+//   tile_program.cc    the program from the lazy form: steps, loops, in-place candidates
+//   tile_registers.cc  scratch register allocation
+//   tile_bind.cc       binding a run's operands and outputs (prepare, rebind)
+//   tile_loop.h        the tile loop (run_chunk)
+//   tile_run.cc        whole and row-blocked runs
+//   tile_reduce.cc     the fused reduction
+//   tile_jit.cc        the hand-off to the run-time compiler
+// Internal to the CPU backend.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ew_dispatch.h"
+#include "backends/cpu/jit.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/tile_io.h"
+#include "lazy/ew_form.h"
+
+namespace sloth::cpu {
+
+// Elements per tile (SLOTH_TILE); scratch registers are kRegStride bytes apart; operands are
+// prefetched kPrefetchTiles tiles ahead (SLOTH_PREFETCH_TILES); runs whose outputs total at
+// least kStreamBytes are written with streaming stores (SLOTH_STREAM_MB). tile_program.cc says
+// why each is what it is.
+extern const int64_t kTile;
+extern const int64_t kRegStride;
+extern const int64_t kPrefetchTiles;
+extern const int64_t kStreamBytes;
+
+class TileProgram final : public ElementwiseProgram {
+ public:
+  TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
+              const std::vector<int32_t>& materialize, const ProgramOptions& opt);
+
+  absl::Status run(Env& env) const override;
+  const Shape& loop_shape() const override { return shape_; }
+  bool row_blockable() const override;
+  absl::Status begin_rows(Env& env) const override;
+  void run_rows(int64_t r0, int64_t r1) const override;
+
+ private:
+  using TileFn = void (*)(void* const*, int64_t);  // a run-time compiled tile kernel (jit.h)
+  struct Val {
+    DType dtype;
+    int reg = -1;  // scratch register, when not in memory
+    int out = -1;  // index into outs_: written straight to that output buffer
+  };
+  struct Ext {     // operand from memory, read as `dtype` into value `val`
+    int slot;
+    DType dtype;
+    int val;
+  };
+  struct Const {   // operand from a scalar slot: one value broadcast over the tile
+    int slot;
+    int val;
+  };
+  struct Out {
+    int slot;
+    int val;
+  };
+  enum class Kind : uint8_t { kLoad, kConvert, kOp };
+  struct Step {
+    Kind kind;
+    int out;
+    int in[3] = {-1, -1, -1};
+    int ext = -1;
+    ew::OpFn fn = nullptr;
+    ew::ConvFn conv = nullptr;
+  };
+  struct Bound {
+    tile::LoadArgs args;
+    bool linear = false, direct = false;
+    size_t src_size = 0;
+    tile::LoadFn load = nullptr;
+    ew::ConvFn conv = nullptr;
+  };
+  // What a run binds: the coalesced loop space and how each operand is read. It depends only
+  // on the operands' dtypes, shapes and strides (fixed per plan in practice), so it is
+  // computed on the first run and recomputed only when a layout changes.
+  struct Bind {
+    bool valid = false;
+    std::vector<DType> key_dtype;
+    std::vector<Shape> key_shape;
+    std::vector<Strides> key_strides;
+    Shape geo;
+    std::vector<Strides> st;
+    std::vector<Bound> bound;  // args.base set per run
+    std::vector<double> cv;
+    std::vector<char*> outp;
+    std::vector<char> donated;
+    TileFn jit = nullptr;      // the compiled tile kernel for this run, if ready
+    char* red_out = nullptr;   // the fused reduction's output
+  };
+  struct NoSink {
+    void operator()(const void*, int64_t, int64_t) {}
+  };
+  struct Donor {
+    int ext;
+    int last_read;  // last step reading the operand's loaded value
+  };
+
+  // tile_bind.cc
+  absl::Status prepare(Env& env, Bind& b, bool donate = true) const;
+  void rebind(Env& env, Bind& b) const;
+  // tile_reduce.cc
+  absl::Status run_reduce(int64_t n, const Bind& b, int64_t row_lo, int64_t row_hi) const;
+  template <typename T, typename O, typename Acc>
+  void reduce_as(int64_t n, int64_t kn, int64_t rn, const Bind& b, O* o, int64_t row_lo,
+                 int64_t row_hi) const;
+  // tile_loop.h
+  template <typename SinkF>
+  void run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink, TileFn jit) const;
+  // tile_registers.cc
+  void allocate_registers();
+  // tile_jit.cc
+  TileFn jit_fn(int64_t n) const;
+  void request_jit() const;
+
+  bool is_const_val(int v) const { return v >= 0 && is_const(v); }
+  bool is_const(int v) const {
+    for (const Const& c : consts_)
+      if (c.val == v) return true;
+    return false;
+  }
+
+  std::shared_ptr<const lazy::EwForm> form_;  // what the run-time compiler prints
+  Shape shape_;
+  Instr red_{};        // fused reduction (sink_ >= 0)
+  int sink_ = -1;      // value reduced by red_
+  std::map<int, int> def_step_;  // value -> defining step
+  std::vector<int> out_def_;     // per output: its defining step
+  std::vector<size_t> out_es_;   // per output: element size
+  int64_t n_ = 0;                // numel(shape_)
+  int64_t out_bytes_ = 0;        // all outputs together
+  mutable Bind bind_;
+  mutable std::atomic<bool> busy_{false};
+  std::vector<Donor> donors_;
+  std::vector<Val> vals_;
+  std::vector<Ext> exts_;
+  std::vector<Const> consts_;
+  std::vector<Out> outs_;
+  std::vector<Step> steps_;
+  int num_regs_ = 0;
+  std::vector<int> load_steps_;  // the kLoad steps, in order
+  std::vector<int> interp_regs_, jit_regs_;  // value -> scratch register (-1: none)
+  int num_jit_regs_ = 0;
+  int64_t compute_steps_ = 0;    // kOp and kConvert steps
+  std::shared_ptr<jit::Slot> jit_;  // null when SLOTH_JIT=off or the program cannot run
+  mutable std::atomic<int64_t> runs_{0};
+  std::string error_;
+};
+
+}  // namespace sloth::cpu
