@@ -1,12 +1,13 @@
-// CUDA C generation. The element semantics mirror backends/cpu/ew_ops.h line by line (the
-// CPU backend is the reference); Philox mirrors core/philox.h.
+// CUDA C generation. Elementwise kernels print the lazy form (lazy/ew_form.h) and compute with
+// core/ew_semantics.h, whose text every kernel embeds: the same element functions as the CPU
+// backend. Philox mirrors core/philox.h.
 #include "backends/cuda/codegen.h"
-
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "core/ew_semantics_text.h"
+#include "lazy/ew_form.h"
 
 namespace sloth::cuda {
 
@@ -31,41 +32,15 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 const std::string& preamble() {
-  static const std::string s = R"CUDA(
+  // The element semantics (NaN-propagating max_/min_ included, which reductions use too) come
+  // first, then index math, atomics and Philox.
+  static const std::string s = ew_semantics_source() + R"CUDA(
+using namespace sloth::ew;
+using sloth::OpId;
 typedef long long i64;
 typedef unsigned long long u64;
 #define SL_M )CUDA" + std::to_string(kMaxDims) + R"CUDA(
 __device__ __forceinline__ double w2d(i64 w) { return __longlong_as_double(w); }
-// NaN-propagating max/min (torch.maximum / amax).
-template <class T> __device__ __forceinline__ T s_max(T a, T b) { return a > b ? a : b; }
-template <class T> __device__ __forceinline__ T s_min(T a, T b) { return a < b ? a : b; }
-__device__ __forceinline__ float s_max(float a, float b) { return (a != a || a > b) ? a : b; }
-__device__ __forceinline__ double s_max(double a, double b) { return (a != a || a > b) ? a : b; }
-__device__ __forceinline__ float s_min(float a, float b) { return (a != a || a < b) ? a : b; }
-__device__ __forceinline__ double s_min(double a, double b) { return (a != a || a < b) ? a : b; }
-template <class T> __device__ T s_ipow(T base, T exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  T r = 1;
-  while (exp) {
-    if (exp & 1) r = (T)(r * base);
-    base = (T)(base * base);
-    exp >>= 1;
-  }
-  return r;
-}
-#define SL_F1(name, ff, fd) \
-  __device__ __forceinline__ float name(float x) { return ff(x); } \
-  __device__ __forceinline__ double name(double x) { return fd(x); }
-SL_F1(s_exp, expf, exp) SL_F1(s_log, logf, log) SL_F1(s_log1p, log1pf, log1p)
-SL_F1(s_sqrt, sqrtf, sqrt) SL_F1(s_sin, sinf, sin) SL_F1(s_cos, cosf, cos)
-SL_F1(s_tanh, tanhf, tanh) SL_F1(s_erf, erff, erf) SL_F1(s_floor, floorf, floor)
-SL_F1(s_ceil, ceilf, ceil) SL_F1(s_rint, rintf, rint) SL_F1(s_fabs, fabsf, fabs)
-__device__ __forceinline__ float s_pow(float a, float b) { return powf(a, b); }
-__device__ __forceinline__ double s_pow(double a, double b) { return pow(a, b); }
 // Offset of linear index i of a row-major shape through strides (runtime rank).
 __device__ __forceinline__ i64 sl_off(i64 i, int nd, const i64* shape, const i64* st) {
   i64 o = 0;
@@ -150,182 +125,58 @@ KernelSource finish(const std::string& kind, const std::string& body_with_name_p
   return {name, preamble() + src, std::max(words, 1)};
 }
 
-// --- elementwise expressions: ew_ops.h, as CUDA C ---------------------------------------------
-
-
-// Expression of `op` over compute type `t` with operand expressions `a`, `b`, `c`; its value
-// has type t (or bool for comparisons). Empty when the op is not elementwise.
-std::string ew_expr(OpId op, DType t, const std::string& a, const std::string& b,
-                    const std::string& c) {
-  const std::string T = cuda_type(t);
-  const bool fl = is_floating(t), bo = t == DType::kBool;
-  const std::string F = fl ? T : "double";
-  const std::string f = fl ? a : "((double)" + a + ")";
-  auto ret = [&](const std::string& e) { return "((" + T + ")(" + e + "))"; };
-  auto fn1 = [&](const char* fn) { return ret(std::string(fn) + "(" + f + ")"); };
-  switch (op) {
-    case OpId::kNeg: return ret("-" + a);
-    case OpId::kAbs: return bo ? a : fl ? "s_fabs(" + a + ")" : "(" + a + " < 0 ? " + ret("-" + a) + " : " + a + ")";
-    case OpId::kExp: return fn1("s_exp");
-    case OpId::kLog: return fn1("s_log");
-    case OpId::kLog1p: return fn1("s_log1p");
-    case OpId::kSqrt: return fn1("s_sqrt");
-    case OpId::kRsqrt: return ret("(" + F + ")1 / s_sqrt(" + f + ")");
-    case OpId::kSin: return fn1("s_sin");
-    case OpId::kCos: return fn1("s_cos");
-    case OpId::kTanh: return fn1("s_tanh");
-    case OpId::kErf: return fn1("s_erf");
-    case OpId::kSigmoid: return ret("(" + F + ")1 / ((" + F + ")1 + s_exp(-" + f + "))");
-    case OpId::kRelu:
-      if (bo) return a;
-      if (fl) return "((" + a + " != " + a + " || " + a + " > (" + T + ")0) ? " + a + " : (" + T + ")0)";
-      return "(" + a + " > 0 ? " + a + " : (" + T + ")0)";
-    case OpId::kGelu:
-      return ret("(" + F + ")0.5 * " + f + " * ((" + F + ")1 + s_erf(" + f + " * (" + F +
-                 ")0.70710678118654752440))");
-    case OpId::kSilu: return ret(f + " / ((" + F + ")1 + s_exp(-" + f + "))");
-    case OpId::kSquare: return ret(a + " * " + a);
-    case OpId::kReciprocal: return ret("(" + F + ")1 / " + f);
-    case OpId::kSign: {
-      if (bo) return a;
-      std::string s = ret("((" + T + ")0 < " + a + ") - (" + a + " < (" + T + ")0)");
-      if (fl) return "(" + a + " != " + a + " ? " + a + " : " + s + ")";
-      return s;
-    }
-    case OpId::kFloor: return fl ? "s_floor(" + a + ")" : a;
-    case OpId::kCeil: return fl ? "s_ceil(" + a + ")" : a;
-    case OpId::kRound: return fl ? "s_rint(" + a + ")" : a;  // half to even, as nearbyint
-    case OpId::kLogicalNot: return ret("!" + a);
-    case OpId::kCast: return a;  // converted on load
-    case OpId::kAdd: return bo ? "(" + a + " || " + b + ")" : ret(a + " + " + b);
-    case OpId::kSub: return ret(a + " - " + b);
-    case OpId::kMul: return bo ? "(" + a + " && " + b + ")" : ret(a + " * " + b);
-    case OpId::kDiv:
-      return fl ? "(" + a + " / " + b + ")" : ret("(double)" + a + " / (double)" + b);
-    case OpId::kPow:
-      if (fl) return "s_pow(" + a + ", " + b + ")";
-      if (bo) return "(" + a + " || !" + b + ")";
-      return "s_ipow<" + T + ">(" + a + ", " + b + ")";
-    case OpId::kMaximum: return "s_max<" + T + ">(" + a + ", " + b + ")";
-    case OpId::kMinimum: return "s_min<" + T + ">(" + a + ", " + b + ")";
-    case OpId::kLogicalAnd: return ret(a + " && " + b);
-    case OpId::kLogicalOr: return ret(a + " || " + b);
-    case OpId::kEq: return "(" + a + " == " + b + ")";
-    case OpId::kNe: return "(" + a + " != " + b + ")";
-    case OpId::kLt: return "(" + a + " < " + b + ")";
-    case OpId::kLe: return "(" + a + " <= " + b + ")";
-    case OpId::kGt: return "(" + a + " > " + b + ")";
-    case OpId::kGe: return "(" + a + " >= " + b + ")";
-    case OpId::kWhere: return "(" + a + " ? " + b + " : " + c + ")";
-    case OpId::kClamp:
-      return "s_min<" + T + ">(s_max<" + T + ">(" + a + ", " + b + "), " + c + ")";
-    default: return "";
-  }
-}
-
 }  // namespace
-
-// s_max<float>(a, b) must pick the NaN-propagating overload: explicit template arguments
-// would select the template, so the float/double overloads are spelled as specializations.
-// (Handled by emitting the non-template call for floating types below.)
-static std::string fix_minmax(std::string e, DType t) {
-  if (!is_floating(t)) return e;
-  std::string T = cuda_type(t);
-  return absl::StrReplaceAll(e, {{"s_max<" + T + ">", "s_max"}, {"s_min<" + T + ">", "s_min"}});
-}
 
 ElementwiseKernel generate_elementwise(const lazy::Plan& plan, const std::vector<int32_t>& instrs,
                                        const std::vector<int32_t>& materialize) {
+  using Kind = lazy::EwForm::StepKind;
   ElementwiseKernel k;
   if (instrs.empty()) {
     k.error = "cuda backend: empty elementwise kernel";
     return k;
   }
-  k.shape = plan.instrs[instrs.back()].shape;
+  const lazy::EwForm f = lazy::build_ew_form(plan, instrs, materialize);
+  k.shape = f.shape;
+  if (!f.error.empty()) {
+    k.error = "cuda backend: " + f.error;
+    return k;
+  }
   const int nd = static_cast<int>(k.shape.size());
-  struct Val { std::string name; DType dtype; };
-  std::vector<Val> vals;
-  std::map<int, int> internal;                     // slot -> value
-  std::map<std::pair<int, DType>, int> loaded;     // (slot, dtype) -> value
-  std::map<std::pair<int, DType>, int> converted;  // (value, dtype) -> value
+  for (const lazy::EwForm::Operand& o : f.operands) k.exts.push_back({o.slot, o.dtype});
+  for (const lazy::EwForm::Output& o : f.outputs) k.outs.push_back({o.slot, f.values[o.value]});
+  // Word layout: [0] n, [1] lin, then exts (ptr + nd strides each), outs, consts. Scalars are
+  // read once before the loop; their words are known only after the walk ($C placeholders).
   std::string pre, body;
-  struct Load { int ext; int val; };
-  std::vector<Load> loads;  // ext loads are emitted where first needed
-  auto new_val = [&](DType t) {
-    vals.push_back({absl::StrCat("v", vals.size()), t});
-    return static_cast<int>(vals.size()) - 1;
-  };
-  // Word layout: [0] n, [1] lin, then exts (ptr + nd strides each), outs, consts. Exts and
-  // consts are discovered in order, so words are assigned after the walk (placeholders).
-  std::vector<std::string> ext_ptr_ph, const_ph;
-  for (int32_t ii : instrs) {
-    const lazy::Instr& in = plan.instrs[ii];
-    if (!is_elementwise(in.op) || in.in.size() > 3) {
-      k.error = absl::StrFormat("cuda backend: %s is not an elementwise op", op_name(in.op));
-      return k;
-    }
-    std::string args[3];
-    for (size_t i = 0; i < in.in.size(); ++i) {
-      int slot = in.in[i];
-      DType t = operand_dtype(in, static_cast<int>(i));
-      int v;
-      auto it = internal.find(slot);
-      if (it != internal.end()) {
-        v = it->second;
-        if (vals[v].dtype != t) {
-          auto key = std::make_pair(v, t);
-          auto c = converted.find(key);
-          if (c == converted.end()) {
-            int cv = new_val(t);
-            body += absl::StrFormat("    %s %s = (%s)%s;\n", cuda_type(t), vals[cv].name,
-                                    cuda_type(t), vals[v].name);
-            c = converted.emplace(key, cv).first;
-          }
-          v = c->second;
+  for (const lazy::EwForm::Step& st : f.steps) {
+    const char* t = cuda_type(f.values[st.out]);
+    switch (st.kind) {
+      case Kind::kScalar:
+        pre += absl::StrFormat("  const %s v%d = (%s)w2d(p.w[$C%d]);\n", t, st.out, t,
+                               k.consts.size());
+        k.consts.push_back({st.slot});
+        break;
+      case Kind::kLoad:
+        body += absl::StrFormat("    %s v%d = (%s)in%d[o%d];\n", t, st.out, t, st.operand,
+                                st.operand);
+        break;
+      case Kind::kConvert:
+        body += absl::StrFormat("    %s v%d = (%s)v%d;\n", t, st.out, t, st.in[0]);
+        break;
+      case Kind::kOp: {
+        std::string args[3];
+        for (int i = 0; i < 3; ++i)
+          if (st.in[i] >= 0) args[i] = absl::StrCat("v", st.in[i]);
+        const std::string e = lazy::ew_call(st, args, &cuda_type);
+        if (e.empty()) {
+          k.error = absl::StrFormat("cuda backend: no CUDA expression for %s", op_name(st.op));
+          return k;
         }
-      } else {
-        auto key = std::make_pair(slot, t);
-        auto l = loaded.find(key);
-        if (l == loaded.end()) {
-          int lv = new_val(t);
-          if (plan.slots[slot].kind == lazy::SlotKind::kScalar) {
-            int ci = static_cast<int>(k.consts.size());
-            k.consts.push_back({slot});
-            pre += absl::StrFormat("  const %s %s = (%s)w2d(p.w[$C%d]);\n", cuda_type(t),
-                                   vals[lv].name, cuda_type(t), ci);
-          } else {
-            int e = -1;
-            for (size_t x = 0; x < k.exts.size(); ++x)
-              if (k.exts[x].slot == slot) e = static_cast<int>(x);
-            if (e < 0) {
-              e = static_cast<int>(k.exts.size());
-              k.exts.push_back({slot, plan.slots[slot].dtype});
-            }
-            body += absl::StrFormat("    %s %s = (%s)in%d[o%d];\n", cuda_type(t), vals[lv].name,
-                                    cuda_type(t), e, e);
-          }
-          l = loaded.emplace(key, lv).first;
-        }
-        v = l->second;
+        body += absl::StrFormat("    %s v%d = (%s)(%s);\n", t, st.out, t, e);
+        for (size_t o = 0; o < f.outputs.size(); ++o)
+          if (f.outputs[o].value == st.out) body += absl::StrFormat("    out%d[i] = v%d;\n", o, st.out);
+        break;
       }
-      args[i] = vals[v].name;
     }
-    const DType ct = operand_dtype(in, in.op == OpId::kWhere ? 1 : 0);
-    std::string e = fix_minmax(ew_expr(in.op, ct, args[0], args[1], args[2]), ct);
-    if (e.empty()) {
-      k.error = absl::StrFormat("cuda backend: no CUDA expression for %s", op_name(in.op));
-      return k;
-    }
-    int ov = new_val(in.dtype);
-    body += absl::StrFormat("    %s %s = (%s)(%s);\n", cuda_type(in.dtype), vals[ov].name,
-                            cuda_type(in.dtype), e);
-    internal[in.out] = ov;
-    for (int32_t m : materialize)
-      if (m == in.out) {
-        int oi = static_cast<int>(k.outs.size());
-        k.outs.push_back({in.out, in.dtype});
-        body += absl::StrFormat("    out%d[i] = %s;\n", oi, vals[ov].name);
-      }
   }
   // Assign words.
   int w = 2;
@@ -419,8 +270,8 @@ ReduceTypes reduce_types(OpId op, DType in) {
       default: return "__longlong_as_double(0x7ff0000000000000LL)";
     }
   };
-  const std::string mx = is_floating(in) ? "s_max" : "s_max<" + T + ">";
-  const std::string mn = is_floating(in) ? "s_min" : "s_min<" + T + ">";
+  const std::string mx = "max_<" + T + ">";  // core/ew_semantics.h: NaN-propagating
+  const std::string mn = "min_<" + T + ">";
   switch (op) {
     case OpId::kSum: return {wide, "0", "a + (A)x", "a + b"};
     case OpId::kProd: return {wide, "1", "a * (A)x", "a * b"};

@@ -21,8 +21,8 @@ inline constexpr int kMaxDims = 10;  // rank of generic (runtime-rank) kernels a
 // The device type name of a dtype ("float", "long long", ...).
 const char* cuda_type(DType t);
 
-// Helpers every kernel source starts with: element-op semantics (identical to
-// backends/cpu/ew_ops.h), Philox (identical to core/philox.h), index math.
+// What every kernel source starts with: the element-op semantics (core/ew_semantics.h's text,
+// the CPU backend's very functions), Philox (identical to core/philox.h), index math.
 const std::string& preamble();
 
 struct KernelSource {
@@ -32,7 +32,8 @@ struct KernelSource {
 };
 
 // ---- fused elementwise ----------------------------------------------------------------------
-// A run of elementwise instructions over one loop shape, compiled into one grid-stride kernel.
+// A run of elementwise instructions over one loop shape (printed from its lazy form,
+// lazy/ew_form.h), compiled into one grid-stride kernel.
 // Words: [0] n, [1] all-linear flag, then per external operand: ptr, nd broadcast strides;
 // then per output: ptr; then per scalar operand: the value (double bits).
 struct ElementwiseKernel {
