@@ -8,12 +8,6 @@
 
 namespace sloth::lazy {
 
-bool EwForm::is_scalar(int value) const {
-  for (const Step& s : steps)
-    if (s.out == value) return s.kind == StepKind::kScalar;
-  return false;
-}
-
 DType compute_dtype(const Instr& in) { return operand_dtype(in, in.op == OpId::kWhere ? 1 : 0); }
 
 EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,

@@ -51,8 +51,6 @@ struct EwForm {
   std::vector<Output> outputs;
   int reduced = -1;           // the value a fused reduction consumes (-1: none)
   std::string error;          // non-empty: the instructions have no elementwise form
-
-  bool is_scalar(int value) const;
 };
 
 // Builds the form of `instrs` (indices into plan.instrs, in order) writing the slots of

@@ -27,12 +27,17 @@ inline void stream_copy(char* dst, const char* src, size_t bytes) {
 }
 
 // Scratch registers are per thread: tiles of one chunk reuse them, chunks on other threads
-// have their own.
+// have their own. They start at a fixed offset into a page, not wherever the heap put them:
+// large operand and output buffers sit at a page offset of 64 (aligned_alloc over mmap), and
+// a register whose page offset lies just above an operand tile's makes the op loop's loads
+// wait on its pending stores (4K aliasing), so heap placement made the speed of a build a
+// matter of luck. A quarter page in is clear of the operand tiles.
+inline constexpr uintptr_t kScratchPageOffset = 1024;
 inline char* scratch(size_t bytes) {
   thread_local std::vector<char> buf;
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  if (buf.size() < bytes + 4096 + kScratchPageOffset) buf.resize(bytes + 4096 + kScratchPageOffset);
   uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<char*>((p + 63) & ~uintptr_t{63});
+  return reinterpret_cast<char*>(((p + 4095) & ~uintptr_t{4095}) + kScratchPageOffset);
 }
 
 }  // namespace tile_loop
