@@ -1,6 +1,7 @@
 // Graph batching, structural hashing, the plan cache, bounded graphs, host reads mid-step,
 // and the IR dump.
 #include "gtest/gtest.h"
+#include "lazy/ew_form.h"
 #include "lazy/scheduler.h"
 #include "sloth/sloth.h"
 
@@ -172,6 +173,47 @@ TEST(Lazy, ExecutionErrorLosesNothing) {
   EXPECT_EQ(v(good), (std::vector<float>{2, 4, 6})) << "pending work still runs";
   bad = Tensor();
   mark_step();
+}
+
+// The backend-neutral form of a fused elementwise kernel numbers each value once: an operand
+// read twice in the same dtype is loaded once, a value read in another dtype is converted
+// once, scalars are loop-invariant reads.
+TEST(EwForm, LoadsAndConversionsAreSharedOnce) {
+  using Kind = lazy::EwForm::StepKind;
+  lazy::Plan plan;
+  plan.slots.resize(7);
+  plan.slots[0] = {lazy::SlotKind::kInput, 0, DType::kFloat32, {4}, {1}};
+  plan.slots[1] = {lazy::SlotKind::kScalar, 0, DType::kFloat32, {}, {}};
+  plan.slots[2] = {lazy::SlotKind::kInput, 1, DType::kInt64, {4}, {1}};
+  for (int s = 3; s < 7; ++s)
+    plan.slots[s] = {lazy::SlotKind::kValue, 0, s < 5 ? DType::kFloat32 : DType::kFloat64, {4}, {}};
+  auto instr = [](OpId op, DType t, std::initializer_list<int32_t> in, int32_t out) {
+    lazy::Instr i{op, t, {4}, {}, {}, out};
+    i.in.assign(in.begin(), in.end());
+    return i;
+  };
+  plan.instrs = {instr(OpId::kMul, DType::kFloat32, {0, 1}, 3),
+                 instr(OpId::kAdd, DType::kFloat32, {3, 0}, 4),
+                 instr(OpId::kMul, DType::kFloat64, {4, 2}, 5),
+                 instr(OpId::kAdd, DType::kFloat64, {4, 4}, 6)};
+  const lazy::EwForm f = lazy::build_ew_form(plan, {0, 1, 2, 3}, {4, 6});
+  ASSERT_EQ(f.error, "");
+  std::vector<Kind> kinds;
+  for (const auto& s : f.steps) kinds.push_back(s.kind);
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::kLoad, Kind::kScalar, Kind::kOp, Kind::kOp,
+                                      Kind::kConvert, Kind::kLoad, Kind::kOp, Kind::kOp}));
+  ASSERT_EQ(f.operands.size(), 2u);
+  EXPECT_EQ(f.operands[0].slot, 0);
+  EXPECT_EQ(f.operands[1].slot, 2);
+  EXPECT_EQ(f.values[f.steps[5].out], DType::kFloat64) << "the int64 operand is read as double";
+  EXPECT_EQ(f.steps[3].in[1], f.steps[0].out) << "x is loaded once although it is read twice";
+  EXPECT_EQ(f.steps[7].in[0], f.steps[4].out);
+  EXPECT_EQ(f.steps[7].in[1], f.steps[4].out) << "one conversion serves both reads";
+  ASSERT_EQ(f.outputs.size(), 2u);
+  EXPECT_EQ(f.outputs[1].value, f.steps[7].out);
+  auto name = +[](DType t) { return t == DType::kFloat64 ? "double" : "float"; };
+  const std::string args[] = {"a", "b", ""};
+  EXPECT_EQ(lazy::ew_call(f.steps[7], args, name), "binary<OpId::kAdd, double>(a, b)");
 }
 
 }  // namespace

@@ -26,20 +26,6 @@ inline void stream_copy(char* dst, const char* src, size_t bytes) {
   if (k < bytes) std::memcpy(dst + k, src + k, bytes - k);
 }
 
-// Scratch registers are per thread: tiles of one chunk reuse them, chunks on other threads
-// have their own. They start at a fixed offset into a page, not wherever the heap put them:
-// large operand and output buffers sit at a page offset of 64 (aligned_alloc over mmap), and
-// a register whose page offset lies just above an operand tile's makes the op loop's loads
-// wait on its pending stores (4K aliasing), so heap placement made the speed of a build a
-// matter of luck. A quarter page in is clear of the operand tiles.
-inline constexpr uintptr_t kScratchPageOffset = 1024;
-inline char* scratch(size_t bytes) {
-  thread_local std::vector<char> buf;
-  if (buf.size() < bytes + 4096 + kScratchPageOffset) buf.resize(bytes + 4096 + kScratchPageOffset);
-  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<char*>(((p + 4095) & ~uintptr_t{4095}) + kScratchPageOffset);
-}
-
 }  // namespace tile_loop
 
 template <typename SinkF>
@@ -53,7 +39,7 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
   // register sharing (by step order) does not hold there: it has a layout of its own.
   const std::vector<int>& reg_of = jit ? jit_regs_ : interp_regs_;
   char* regs =
-      tile_loop::scratch(static_cast<size_t>(jit ? num_jit_regs_ : num_regs_) * kRegStride);
+      scratch_registers(static_cast<size_t>(jit ? num_jit_regs_ : num_regs_) * kRegStride);
   void* p[256];
   std::vector<void*> heap;
   void** ptrs = p;

@@ -40,6 +40,9 @@ extern const int64_t kRegStride;
 extern const int64_t kPrefetchTiles;
 extern const int64_t kStreamBytes;
 
+// This thread's scratch registers: at least `bytes`, 64-byte aligned (tile_registers.cc).
+char* scratch_registers(size_t bytes);
+
 class TileProgram final : public ElementwiseProgram {
  public:
   TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,

@@ -5,6 +5,14 @@
 
 namespace sloth::cpu {
 
+// Per thread: tiles of one chunk reuse them, chunks on other threads have their own.
+char* scratch_registers(size_t bytes) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<char*>((p + 63) & ~uintptr_t{63});
+}
+
 // Linear scan over the steps: a value holds a register from its defining step to its last
 // use. Constants keep theirs for the whole chunk (filled once); outputs need none.
 void TileProgram::allocate_registers() {
