@@ -24,6 +24,12 @@ void unary_fn(void* o, const void* a, const void*, const void*, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = sloth::ew::unary<op, T>(x[i]);
 }
 
+// Binary ops are a load or two and one instruction per vector: unrolled, each iteration
+// keeps several loads in flight, and the loop's speed no longer depends on where the linker
+// happened to place it (rolled, the same machine code ran at very different speeds from one
+// build to the next).
+#define SLOTH_EW_UNROLL _Pragma("GCC unroll 4")
+
 // A binary op's element: binary<op> or, for the table's compares, compare<op> (bool result).
 template <OpId op, typename T> using BinaryResult = sloth::ew::Pick<op_facts(op).compare, bool, T>;
 template <OpId op, typename T> inline BinaryResult<op, T> binary_elem(T a, T b) {
@@ -34,6 +40,7 @@ template <OpId op, typename T>
 void binary_fn(void* o, const void* a, const void* b, const void*, int64_t n) {
   BinaryResult<op, T>* out = static_cast<BinaryResult<op, T>*>(o);
   const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
+  SLOTH_EW_UNROLL
   for (int64_t i = 0; i < n; ++i) out[i] = binary_elem<op, T>(x[i], y[i]);
 }
 template <OpId op, typename T>
@@ -41,6 +48,7 @@ void binary_vs_fn(void* o, const void* a, const void* b, const void*, int64_t n)
   BinaryResult<op, T>* out = static_cast<BinaryResult<op, T>*>(o);
   const T* x = static_cast<const T*>(a);
   const T s = *static_cast<const T*>(b);
+  SLOTH_EW_UNROLL
   for (int64_t i = 0; i < n; ++i) out[i] = binary_elem<op, T>(x[i], s);
 }
 template <OpId op, typename T>
@@ -48,6 +56,7 @@ void binary_sv_fn(void* o, const void* a, const void* b, const void*, int64_t n)
   BinaryResult<op, T>* out = static_cast<BinaryResult<op, T>*>(o);
   const T s = *static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
+  SLOTH_EW_UNROLL
   for (int64_t i = 0; i < n; ++i) out[i] = binary_elem<op, T>(s, y[i]);
 }
 // C: operand 0's type (bool for where's condition, T for clamp's input).
