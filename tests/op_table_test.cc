@@ -7,7 +7,7 @@
 #include <set>
 
 #include "autograd/function.h"
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 #include "gtest/gtest.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/dispatch.h"

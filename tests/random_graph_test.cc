@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 #include "gtest/gtest.h"
 #include "sloth/dispatch.h"
 #include "sloth/sloth.h"

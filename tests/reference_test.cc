@@ -1,6 +1,6 @@
 // The reference kernels and the op samples: (a) every op of the table has samples and a
 // reference kernel whose result agrees with the op's rule; (b) hand-computed values.
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 
 #include <cmath>
 #include <set>

@@ -1,15 +1,21 @@
-// Index and shape ops: index_select, gather, scatter_add, index_add, index_put, one_hot, cat,
-// clone. Indices are read once into an int64 vector and checked before anything is written,
-// so a bad index is reported (op, index, valid range) and never touches memory.
+// The index ops (index_select, gather, scatter_add, index_add, index_put, one_hot) on the
+// host; their checks and geometry are the shared rules of lazy/structural.h. Indices are read
+// once into an int64 vector and checked before anything is written, so a bad index is
+// reported (op, index, valid range) and never touches memory.
 #include <cstring>
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "core/error.h"
+#include "lazy/structural.h"
 
 namespace sloth::cpu {
 namespace {
+
+using lazy::IndexRange;
+using lazy::indexed_size;
+using lazy::select_layout;
 
 std::vector<int64_t> read_indices(const DeviceData& idx) {
   std::vector<int64_t> v(idx.numel());
@@ -18,33 +24,12 @@ std::vector<int64_t> read_indices(const DeviceData& idx) {
   return v;
 }
 
-absl::Status check_range(const Instr& in, const std::vector<int64_t>& idx, int64_t dim,
-                         int64_t size) {
-  for (int64_t i : idx)
-    if (i < 0 || i >= size)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: index %d is out of range for dim %d of size %d (valid: 0 to %d)", op_name(in.op),
-          i, dim, size, size - 1));
-  return absl::OkStatus();
-}
-
-Layout select_layout(const Layout& l, int64_t dim, int64_t i) {
-  Layout o = l;
-  o.offset += i * l.strides[dim];
-  o.shape.erase(o.shape.begin() + dim);
-  o.strides.erase(o.strides.begin() + dim);
-  return o;
-}
-
-int64_t dim_size(const DeviceData& x, int64_t dim) {
-  return x.layout.shape.empty() ? 1 : x.layout.shape[dim];
-}
-
 absl::Status index_select(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   const int64_t dim = in.attrs.i0;
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(x, dim)));
+  SLOTH_RETURN_IF_ERROR(
+      lazy::check_index_range(in, idx, dim, indexed_size(x, dim), IndexRange::kNonNegative));
   DeviceData out = env.alloc(in.shape, in.dtype);
   if (x.layout.shape.empty()) {
     copy_into(out, x);
@@ -78,23 +63,19 @@ absl::Status gather_scatter(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   const DeviceData& index = env.get(in.in[1]);
   std::vector<int64_t> idx = read_indices(index);
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(x, dim)));
+  SLOTH_RETURN_IF_ERROR(
+      lazy::check_index_range(in, idx, dim, indexed_size(x, dim), IndexRange::kNonNegative));
   DeviceData out = kScatter ? make_contiguous(env, x, in.dtype) : env.alloc(in.shape, in.dtype);
   if (idx.empty()) {
     env.set(in.out, std::move(out));
     return absl::OkStatus();
   }
-  // The indexed tensor (x for gather, out for scatter_add) walked with stride 0 along dim;
-  // the index's value supplies that coordinate.
   const DeviceData& target = kScatter ? out : x;
   const DeviceData* other = kScatter ? &env.get(in.in[2]) : &out;
-  Shape shape = index.layout.shape;
-  if (shape.empty()) shape = {1};
-  Strides ts = target.layout.strides, os = other->layout.strides;
-  if (ts.empty()) ts = {0};
-  if (os.empty()) os = {0};
-  const int64_t dstride = ts[dim];
-  ts[dim] = 0;
+  const lazy::IndexWalk w = lazy::gather_walk(target, *other, index, dim);
+  const Shape& shape = w.shape;
+  const Strides &ts = w.target, &os = w.other;
+  const int64_t dstride = w.dstride;
   const int nd = static_cast<int>(shape.size());
   visit_dtype(in.dtype, [&](auto z) {
     using T = decltype(z);
@@ -120,7 +101,8 @@ absl::Status index_add(Env& env, const Instr& in) {
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& src = env.get(in.in[2]);
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(base, dim)));
+  SLOTH_RETURN_IF_ERROR(
+      lazy::check_index_range(in, idx, dim, indexed_size(base, dim), IndexRange::kNonNegative));
   DeviceData out = make_contiguous(env, base, in.dtype);
   if (base.layout.shape.empty()) {
     if (!idx.empty()) copy_into(out, src, /*accumulate=*/true);
@@ -138,18 +120,11 @@ absl::Status index_put(Env& env, const Instr& in) {
   const DeviceData& values = env.get(in.in[2]);
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
   const int64_t size = base.layout.shape[0];
-  for (int64_t& i : idx) {
-    if (i < -size || i >= size)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: index %d is out of range for dim 0 of size %d (valid: %d to %d)", op_name(in.op),
-          i, size, -size, size - 1));
+  SLOTH_RETURN_IF_ERROR(lazy::check_index_range(in, idx, 0, size, IndexRange::kWrapping));
+  for (int64_t& i : idx)
     if (i < 0) i += size;
-  }
   DeviceData out = make_contiguous(env, base, in.dtype);
-  Shape target = base.layout.shape;
-  target[0] = static_cast<int64_t>(idx.size());
-  Layout vl{target, broadcast_strides(values.layout.shape, values.layout.strides, target),
-            values.layout.offset};
+  const Layout vl = lazy::index_put_values(base, values, static_cast<int64_t>(idx.size()));
   DeviceData vb = with_layout(values, vl);
   // In index order, so with duplicate indices the last write wins.
   for (size_t i = 0; i < idx.size(); ++i)
@@ -162,34 +137,11 @@ absl::Status index_put(Env& env, const Instr& in) {
 absl::Status one_hot(Env& env, const Instr& in) {
   const int64_t classes = in.attrs.i0;
   std::vector<int64_t> idx = read_indices(env.get(in.in[0]));
-  for (int64_t i : idx)
-    if (i < 0 || i >= classes)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "one_hot: index %d is out of range for num_classes %d (valid: 0 to %d)", i, classes,
-          classes - 1));
+  SLOTH_RETURN_IF_ERROR(lazy::check_index_range(in, idx, 0, classes, IndexRange::kClasses));
   DeviceData out = env.alloc(in.shape, DType::kInt64);
   int64_t* o = out.data<int64_t>();
   std::memset(o, 0, out.numel() * sizeof(int64_t));
   for (size_t i = 0; i < idx.size(); ++i) o[i * classes + idx[i]] = 1;
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
-}
-
-absl::Status cat(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
-  DeviceData out = env.alloc(in.shape, in.dtype);
-  int64_t at = 0;
-  for (int32_t slot : in.in) {
-    const DeviceData& x = env.get(slot);
-    const int64_t len = x.layout.shape[dim];
-    if (len > 0 && x.numel() > 0) {
-      Layout w = out.layout;
-      w.offset += at * w.strides[dim];
-      w.shape[dim] = len;
-      copy_into(with_layout(out, w), x);
-    }
-    at += len;
-  }
   env.set(in.out, std::move(out));
   return absl::OkStatus();
 }
@@ -204,13 +156,7 @@ absl::Status run_index(Env& env, const Instr& in) {
     case OpId::kIndexAdd: return index_add(env, in);
     case OpId::kIndexPut: return index_put(env, in);
     case OpId::kOneHot: return one_hot(env, in);
-    case OpId::kCat: return cat(env, in);
-    case OpId::kClone:
-      env.set(in.out, make_contiguous(env, env.get(in.in[0]), in.dtype));
-      return absl::OkStatus();
-    default:
-      return absl::InternalError(
-          absl::StrFormat("cpu backend: %s is not an index or shape op", op_name(in.op)));
+    default: return run_shape_op(env, in);
   }
 }
 

@@ -94,6 +94,7 @@ absl::Status run_matmul(Env& env, const Instr& in);
 absl::Status run_view(Env& env, const Instr& in);
 absl::Status run_scatter(Env& env, const Instr& in);  // SliceScatter .. AsStridedScatter
 absl::Status run_index(Env& env, const Instr& in);    // Index and Shape categories
+absl::Status run_shape_op(Env& env, const Instr& in); // cat, clone (lazy/structural.h)
 absl::Status run_factory(Env& env, const Instr& in);
 
 }  // namespace sloth::cpu

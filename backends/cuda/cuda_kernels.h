@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include "absl/status/status.h"
+
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/run_env.h"
 #include "lazy/plan.h"
@@ -18,12 +20,17 @@ struct ElementwiseStep {
   cudaKernel_t fn = nullptr;
 };
 
-void run_elementwise(RunEnv& env, const ElementwiseStep& st);  // cuda_kernels_elementwise.cc
-void run_reduce(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_reduce.cc
-void run_matmul(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_matmul.cc
-void run_view(RunEnv& env, const lazy::Instr& in);             // cuda_kernels_view.cc
-void run_scatter(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_view.cc
-void run_index(RunEnv& env, const lazy::Instr& in);            // cuda_kernels_index.cc
-void run_factory(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_factory.cc
+// Errors of a kernel (a bad index in the data, an instruction it cannot run) come back as a
+// Status, as in the CPU backend. Failures of the CUDA runtime itself (SLOTH_CU, SLOTH_CUBLAS,
+// NVRTC, a kernel over kMaxDims in a copy helper) throw sloth::Error from below the kernels;
+// CudaExecutable::run turns both into the run's Status.
+absl::Status run_elementwise(RunEnv& env, const ElementwiseStep& st);  // cuda_kernels_elementwise.cc
+absl::Status run_reduce(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_reduce.cc
+absl::Status run_matmul(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_matmul.cc
+absl::Status run_view(RunEnv& env, const lazy::Instr& in);             // cuda_kernels_view.cc
+absl::Status run_scatter(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_view.cc
+absl::Status run_shape_op(RunEnv& env, const lazy::Instr& in);         // cuda_kernels_view.cc
+absl::Status run_index(RunEnv& env, const lazy::Instr& in);            // cuda_kernels_index.cc
+absl::Status run_factory(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_factory.cc
 
 }  // namespace sloth::cuda

@@ -2,17 +2,18 @@
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_launch.h"
-#include "core/error.h"
 
 namespace sloth::cuda {
 
 using lazy::Instr;
 
-void run_factory(RunEnv& env, const Instr& in) {
+absl::Status run_factory(RunEnv& env, const Instr& in) {
   DeviceData out = env.alloc(in.shape, in.dtype);
   const int64_t n = out.numel();
   KernelSource ks = factory_source(in.op, in.dtype);
-  if (ks.name.empty()) throw Error(absl::StrFormat("cuda backend: %s is not a factory", op_name(in.op)));
+  if (ks.name.empty())
+    return absl::InternalError(
+        absl::StrFormat("cuda backend: %s is not a factory", op_name(in.op)));
   double a = 0, b = 0;
   int64_t i0 = 0, i1 = 0;
   switch (in.op) {
@@ -40,6 +41,7 @@ void run_factory(RunEnv& env, const Instr& in) {
     launch(ks, w, n);
   }
   env.set(in.out, std::move(out));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

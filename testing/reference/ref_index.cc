@@ -1,6 +1,6 @@
 // Reference kernels: indexing (index_select, gather, scatter_add, index_add, index_put,
 // one_hot, embedding, masked_fill) and shape ops (cat, stack, clone, contiguous).
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth::ref {
 namespace {

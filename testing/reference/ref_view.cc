@@ -2,7 +2,7 @@
 // inverses (the Scatter ops), and split / chunk.
 #include <algorithm>
 
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 #include "core/view_layout.h"
 
 namespace sloth::ref {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth::ref {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 #include "core/philox.h"
 
 namespace sloth::ref {

@@ -1,11 +1,11 @@
 // ref_eval: runs the rule, dispatches to the per-category kernels, casts the result.
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth {
 

@@ -1,0 +1,155 @@
+#include "lazy/structural.h"
+
+#include <optional>
+
+#include "absl/strings/str_format.h"
+#include "core/view_layout.h"
+
+namespace sloth::lazy {
+
+namespace {
+
+absl::Status internal(const StructuralEnv& env, std::string_view what) {
+  return absl::InternalError(absl::StrFormat("%s: %s", env.name(), what));
+}
+
+absl::Status cat(StructuralEnv& env, const Instr& in) {
+  const int64_t dim = in.attrs.i0;
+  DeviceData out = env.alloc(in.shape, in.dtype);
+  int64_t at = 0;
+  for (int32_t slot : in.in) {
+    const DeviceData& x = env.get(slot);
+    const int64_t len = x.layout.shape[dim];
+    if (len > 0 && x.numel() > 0) {
+      Layout w = out.layout;
+      w.offset += at * w.strides[dim];
+      w.shape[dim] = len;
+      env.copy_into(with_layout(out, std::move(w)), x, /*accumulate=*/false);
+    }
+    at += len;
+  }
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status run_view(StructuralEnv& env, const Instr& in) {
+  const DeviceData& x = env.get(in.in[0]);
+  if (in.op == OpId::kSplit || in.op == OpId::kChunk)
+    return internal(env, absl::StrFormat(
+                             "%s returns several tensors and must be lowered before planning",
+                             op_name(in.op)));
+  PrimitiveView pv = lower_view(in.op, x.layout.shape, in.attrs);
+  std::optional<Layout> l = apply_view(pv.op, pv.attrs, x.layout);
+  if (l) {
+    env.set(in.out, with_layout(x, std::move(*l)));
+    return absl::OkStatus();
+  }
+  // No strides express this view of x's layout: view a contiguous copy instead.
+  DeviceData c = env.contiguous(x, x.dtype);
+  l = apply_view(pv.op, pv.attrs, c.layout);
+  if (!l)
+    return internal(env, absl::StrFormat("%s cannot view %s", op_name(in.op),
+                                         shape_str(x.layout.shape)));
+  env.set(in.out, with_layout(c, std::move(*l)));
+  return absl::OkStatus();
+}
+
+absl::Status run_scatter(StructuralEnv& env, const Instr& in) {
+  const std::optional<OpId> view = view_of_scatter(in.op);
+  if (!view) return internal(env, absl::StrFormat("%s is not a scatter op", op_name(in.op)));
+  const DeviceData& base = env.get(in.in[0]);
+  const DeviceData& src = env.get(in.in[1]);
+  DeviceData out = env.contiguous(base, in.dtype);
+  std::optional<Layout> window = apply_view(*view, in.attrs, out.layout);
+  if (!window)
+    return internal(env, absl::StrFormat("%s: no window in %s", op_name(in.op),
+                                         shape_str(out.layout.shape)));
+  env.copy_into(with_layout(out, std::move(*window)), src, /*accumulate=*/false);
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+absl::Status run_shape_op(StructuralEnv& env, const Instr& in) {
+  switch (in.op) {
+    case OpId::kCat: return cat(env, in);
+    case OpId::kClone:
+      env.set(in.out, env.contiguous(env.get(in.in[0]), in.dtype));
+      return absl::OkStatus();
+    default:
+      return internal(env, absl::StrFormat("%s is not an index or shape op", op_name(in.op)));
+  }
+}
+
+absl::Status index_range_error(const Instr& in, int64_t i, int64_t dim, int64_t size,
+                               IndexRange r) {
+  switch (r) {
+    case IndexRange::kClasses:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: index %d is out of range for num_classes %d (valid: 0 to %d)", op_name(in.op), i,
+          size, size - 1));
+    case IndexRange::kWrapping:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: index %d is out of range for dim %d of size %d (valid: %d to %d)",
+          op_name(in.op), i, dim, size, -size, size - 1));
+    case IndexRange::kNonNegative: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: index %d is out of range for dim %d of size %d (valid: 0 to %d)",
+                      op_name(in.op), i, dim, size, size - 1));
+}
+
+absl::Status check_index_range(const Instr& in, absl::Span<const int64_t> idx, int64_t dim,
+                               int64_t size, IndexRange r) {
+  for (int64_t i : idx)
+    if (!index_in_range(i, size, r)) return index_range_error(in, i, dim, size, r);
+  return absl::OkStatus();
+}
+
+Layout select_layout(const Layout& l, int64_t dim, int64_t i) {
+  Layout o = l;
+  o.offset += i * l.strides[dim];
+  o.shape.erase(o.shape.begin() + dim);
+  o.strides.erase(o.strides.begin() + dim);
+  return o;
+}
+
+IndexWalk gather_walk(const DeviceData& target, const DeviceData& other, const DeviceData& index,
+                      int64_t dim) {
+  IndexWalk w;
+  w.dim = dim;
+  w.shape = index.layout.shape;
+  w.index = index.layout.strides;
+  w.target = target.layout.strides;
+  w.other = other.layout.strides;
+  if (w.shape.empty()) w.shape = {1}, w.index = {0};
+  if (w.target.empty()) w.target = {0};
+  if (w.other.empty()) w.other = {0};
+  w.dstride = w.target[dim];
+  w.target[dim] = 0;
+  return w;
+}
+
+IndexWalk along_dim_walk(const DeviceData& target, const DeviceData& other,
+                         const DeviceData& index, int64_t dim) {
+  IndexWalk w;
+  w.dim = dim;
+  w.shape = other.layout.shape;
+  w.target = target.layout.strides;
+  w.other = other.layout.strides;
+  w.dstride = w.target[dim];
+  w.target[dim] = 0;
+  w.index.assign(w.shape.size(), 0);
+  w.index[dim] = index.layout.shape.empty() ? 0 : index.layout.strides[0];
+  return w;
+}
+
+Layout index_put_values(const DeviceData& base, const DeviceData& values, int64_t len) {
+  Shape target = base.layout.shape;
+  target[0] = len;
+  Strides s = broadcast_strides(values.layout.shape, values.layout.strides, target);
+  return Layout{std::move(target), std::move(s), values.layout.offset};
+}
+
+}  // namespace sloth::lazy
