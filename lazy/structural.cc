@@ -32,9 +32,7 @@ absl::Status cat(StructuralEnv& env, const Instr& in) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status run_view(StructuralEnv& env, const Instr& in) {
+absl::Status view(StructuralEnv& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   if (in.op == OpId::kSplit || in.op == OpId::kChunk)
     return internal(env, absl::StrFormat(
@@ -56,7 +54,7 @@ absl::Status run_view(StructuralEnv& env, const Instr& in) {
   return absl::OkStatus();
 }
 
-absl::Status run_scatter(StructuralEnv& env, const Instr& in) {
+absl::Status scatter(StructuralEnv& env, const Instr& in) {
   const std::optional<OpId> view = view_of_scatter(in.op);
   if (!view) return internal(env, absl::StrFormat("%s is not a scatter op", op_name(in.op)));
   const DeviceData& base = env.get(in.in[0]);
@@ -71,7 +69,12 @@ absl::Status run_scatter(StructuralEnv& env, const Instr& in) {
   return absl::OkStatus();
 }
 
-absl::Status run_shape_op(StructuralEnv& env, const Instr& in) {
+}  // namespace
+
+absl::Status run_structural(StructuralEnv& env, const Instr& in) {
+  const OpCategory c = op_info(in.op).category;
+  if (c == OpCategory::View) return view(env, in);
+  if (c == OpCategory::Scatter) return scatter(env, in);
   switch (in.op) {
     case OpId::kCat: return cat(env, in);
     case OpId::kClone:

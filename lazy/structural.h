@@ -1,6 +1,6 @@
 // The structural rules every backend follows the same way: which window of which buffer a
-// view, a scatter, cat or clone reads and writes, and the host-side rules of the index ops
-// (range checks and their messages, the geometry of the walks). Only the copies themselves
+// view, a scatter, a concatenation or a clone reads and writes, and the host-side rules of
+// the index ops (range checks and their messages, the geometry of the walks). Only the copies themselves
 // and the index kernels are device-specific: a backend lends them through StructuralEnv,
 // whose calls happen once per op (a window), never per element.
 #pragma once
@@ -54,15 +54,37 @@ class StructuralOf final : public StructuralEnv {
   std::string_view name_;
 };
 
-// A view: zero-copy (the input's storage, a new layout) when strides can express it, else
-// the same view of a contiguous copy.
-absl::Status run_view(StructuralEnv& env, const Instr& in);
-// A scatter (SliceScatter .. AsStridedScatter): a contiguous copy of the base whose view
-// window (the scatter's view op over the copy) is overwritten by the source.
-absl::Status run_scatter(StructuralEnv& env, const Instr& in);
-// The shape ops with no device kernel of their own: cat (each input copied into its window
-// along dim) and clone. Any other op is an internal error naming the backend.
-absl::Status run_shape_op(StructuralEnv& env, const Instr& in);
+// An instruction of the View, Scatter or Shape category:
+// - a view is zero-copy (the input's storage, a new layout) when strides can express it,
+//   else the same view of a contiguous copy;
+// - a scatter (SliceScatter .. AsStridedScatter) is a contiguous copy of the base whose view
+//   window (the scatter's view op over the copy) is overwritten by the source;
+// - a concatenation copies each input into its window along dim; clone is a contiguous copy.
+// Any other op is an internal error naming the backend.
+absl::Status run_structural(StructuralEnv& env, const Instr& in);
+
+// The index ops' kernels of one backend (each checks its indices with the helpers below).
+template <class Env>
+struct IndexKernels {
+  using Fn = absl::Status (*)(Env&, const Instr&);
+  Fn index_select, gather, scatter_add, index_add, index_put, one_hot;
+};
+
+// Any instruction of the View, Scatter, Index or Shape category: the backend's kernel for an
+// index op, the shared rules above for the rest.
+template <class Env>
+absl::Status run_structural(StructuralEnv& s, Env& env, const IndexKernels<Env>& k,
+                            const Instr& in) {
+  switch (in.op) {
+    case OpId::kIndexSelect: return k.index_select(env, in);
+    case OpId::kGather: return k.gather(env, in);
+    case OpId::kScatterAdd: return k.scatter_add(env, in);
+    case OpId::kIndexAdd: return k.index_add(env, in);
+    case OpId::kIndexPut: return k.index_put(env, in);
+    case OpId::kOneHot: return k.one_hot(env, in);
+    default: return run_structural(s, in);
+  }
+}
 
 // ---- Index ops: what is decided on the host ----
 

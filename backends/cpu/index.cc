@@ -148,16 +148,8 @@ absl::Status one_hot(Env& env, const Instr& in) {
 
 }  // namespace
 
-absl::Status run_index(Env& env, const Instr& in) {
-  switch (in.op) {
-    case OpId::kIndexSelect: return index_select(env, in);
-    case OpId::kGather: return gather_scatter<false>(env, in);
-    case OpId::kScatterAdd: return gather_scatter<true>(env, in);
-    case OpId::kIndexAdd: return index_add(env, in);
-    case OpId::kIndexPut: return index_put(env, in);
-    case OpId::kOneHot: return one_hot(env, in);
-    default: return run_shape_op(env, in);
-  }
-}
+const lazy::IndexKernels<Env> kIndexKernels{index_select,         gather_scatter<false>,
+                                               gather_scatter<true>, index_add,
+                                               index_put,            one_hot};
 
 }  // namespace sloth::cpu

@@ -1,5 +1,5 @@
 // Strided-memory helpers shared by the kernels: dim coalescing, N-D walks and the one
-// converting strided copy that clone, cat, scatters and index ops build on.
+// converting strided copy that clone, concatenation, scatters and index ops build on.
 #pragma once
 
 #include <algorithm>

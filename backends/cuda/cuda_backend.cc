@@ -113,10 +113,8 @@ class CudaExecutable final : public lazy::Executable {
     switch (st.kind) {
       case StepKind::kReduce: return run_reduce(env, in);
       case StepKind::kMatmul: return run_matmul(env, in);
-      case StepKind::kView: return run_view(env, in);
-      case StepKind::kScatter: return run_scatter(env, in);
       case StepKind::kFactory: return run_factory(env, in);
-      default: return run_index(env, in);
+      default: return run_structural(env, in);
     }
   }
 

@@ -10,6 +10,7 @@
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/run_env.h"
 #include "lazy/plan.h"
+#include "lazy/structural.h"
 
 namespace sloth::cuda {
 
@@ -27,10 +28,10 @@ struct ElementwiseStep {
 absl::Status run_elementwise(RunEnv& env, const ElementwiseStep& st);  // cuda_kernels_elementwise.cc
 absl::Status run_reduce(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_reduce.cc
 absl::Status run_matmul(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_matmul.cc
-absl::Status run_view(RunEnv& env, const lazy::Instr& in);             // cuda_kernels_view.cc
-absl::Status run_scatter(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_view.cc
-absl::Status run_shape_op(RunEnv& env, const lazy::Instr& in);         // cuda_kernels_view.cc
-absl::Status run_index(RunEnv& env, const lazy::Instr& in);            // cuda_kernels_index.cc
+// View, Scatter, Index and Shape categories: lazy/structural.h's rules (cuda_kernels_structural.cc)
+// with the index kernels of cuda_kernels_index.cc.
+absl::Status run_structural(RunEnv& env, const lazy::Instr& in);
+extern const lazy::IndexKernels<RunEnv> kIndexKernels;
 absl::Status run_factory(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_factory.cc
 
 }  // namespace sloth::cuda
