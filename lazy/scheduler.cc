@@ -9,13 +9,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "lazy/backend.h"
 #include "lazy/graph.h"
 #include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
 #include "lazy/metrics.h"
 #include "lazy/tensor_impl.h"
-#include "core/settings.h"
 
 namespace sloth::lazy {
 namespace {

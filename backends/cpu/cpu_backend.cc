@@ -16,8 +16,8 @@
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
-#include "lazy/steps.h"
 #include "core/settings.h"
+#include "lazy/steps.h"
 
 namespace sloth::cpu {
 
