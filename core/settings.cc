@@ -33,7 +33,8 @@ Settings from_env() {
     const int64_t t = std::atoll(v);
     if (t >= 64 && t <= 16384 && (t & (t - 1)) == 0) s.tile = t;
   }
-  if (const char* v = env("SLOTH_PREFETCH_TILES")) s.prefetch_tiles = std::max<int64_t>(0, std::atoll(v));
+  if (const char* v = env("SLOTH_PREFETCH_TILES"))
+    s.prefetch_tiles = std::max<int64_t>(0, std::atoll(v));
   if (const char* v = env("SLOTH_STREAM_MB")) s.stream_mb = std::atoll(v);
   if (const char* v = env("SLOTH_EW_ISA"); v && std::strcmp(v, "avx512") == 0)
     s.ew_isa = Isa::kAvx512;

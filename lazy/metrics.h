@@ -8,27 +8,28 @@
 // Every runtime counter, declared once: X(type, name, label). lazy::Counters below and the
 // public sloth::Metrics (sloth/lazy_api.h) are generated from this list, and so are the copy
 // between them and Metrics::to_string, so adding a counter is one line here.
-#define SLOTH_COUNTERS(X)                                                                      \
-  X(int64_t, ops_traced, "ops traced")                                                         \
-  X(int64_t, graphs_executed, "graphs")                                                        \
-  X(int64_t, plan_cache_hits, "plan cache hits")                                               \
-  X(int64_t, plan_cache_misses, "plan cache misses")                                           \
-  X(int64_t, kernels_launched, "kernels")                                                      \
-  /* CPU: steps run row block by row block with the steps around them (row groups), so     \
-     intermediates stay in cache */                                                            \
-  X(int64_t, row_blocked_steps, "row-blocked steps")                                           \
-  X(int64_t, bytes_allocated, "bytes allocated") /* by kernels' outputs during runs */         \
-  X(int64_t, nodes_executed, "nodes") /* IR nodes in executed graphs */                        \
-  X(int64_t, host_syncs, "host syncs") /* item/to_vector/printing */                           \
+#define SLOTH_COUNTERS(X)                                                                     \
+  X(int64_t, ops_traced, "ops traced")                                                        \
+  X(int64_t, graphs_executed, "graphs")                                                       \
+  X(int64_t, plan_cache_hits, "plan cache hits")                                              \
+  X(int64_t, plan_cache_misses, "plan cache misses")                                          \
+  X(int64_t, kernels_launched, "kernels")                                                     \
+  /* CPU: steps run row block by row block with the steps around them (row groups), so        \
+     intermediates stay in cache */                                                           \
+  X(int64_t, row_blocked_steps, "row-blocked steps")                                          \
+  X(int64_t, bytes_allocated, "bytes allocated") /* by kernels' outputs during runs */        \
+  X(int64_t, nodes_executed, "nodes") /* IR nodes in executed graphs */                       \
+  X(int64_t, host_syncs, "host syncs") /* item/to_vector/printing */                          \
   /* graphs flushed because the pending IR grew past the limit */                             \
-  X(int64_t, auto_flushes, "auto flushes")                                                     \
-  X(double, trace_s, "trace s")                                                                \
-  X(double, plan_s, "plan s")                                                                  \
-  X(double, execute_s, "execute s")                                                            \
-  /* why the last plan-cache miss missed, e.g. which shape changed (SLOTH_LOG=plans prints \
-     each) */                                                                                  \
+  X(int64_t, auto_flushes, "auto flushes")                                                    \
+  X(double, trace_s, "trace (s)")                                                             \
+  X(double, plan_s, "plan (s)")                                                               \
+  X(double, execute_s, "execute (s)")                                                         \
+  /* why the last plan-cache miss missed, e.g. which shape changed (SLOTH_LOG=plans prints    \
+     each) */                                                                                 \
   X(std::string, last_miss_reason, "last miss")
 
+// One field of a struct generated from SLOTH_COUNTERS.
 #define SLOTH_COUNTER_FIELD(type, name, label) type name{};
 
 namespace sloth::lazy {

@@ -1,12 +1,13 @@
 // The structural rules every backend follows the same way: which window of which buffer a
 // view, a scatter, a concatenation or a clone reads and writes, and the host-side rules of
-// the index ops (range checks and their messages, the geometry of the walks). Only the copies themselves
-// and the index kernels are device-specific: a backend lends them through StructuralEnv,
-// whose calls happen once per op (a window), never per element.
+// the index ops (range checks and their messages, the geometry of the walks). Only the
+// copies themselves and the index kernels are device-specific: a backend lends them through
+// StructuralEnv, whose calls happen once per op (a window), never per element.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
