@@ -103,7 +103,7 @@ class CudaExecutable final : public lazy::Executable {
       outputs->push_back(d);
     }
     // Kernel faults surface here rather than at some later copy.
-    SLOTH_CU(cudaGetLastError());
+    SLOTH_CU_OK(cudaGetLastError());
     return absl::OkStatus();
   }
 

@@ -21,17 +21,18 @@ struct ElementwiseStep {
   cudaKernel_t fn = nullptr;
 };
 
-// Errors of a kernel (a bad index in the data, an instruction it cannot run) come back as a
-// Status, as in the CPU backend. Failures of the CUDA runtime itself (SLOTH_CU, SLOTH_CUBLAS,
-// NVRTC, a kernel over kMaxDims in a copy helper) throw sloth::Error from below the kernels;
-// CudaExecutable::run turns both into the run's Status.
-absl::Status run_elementwise(RunEnv& env, const ElementwiseStep& st);  // cuda_kernels_elementwise.cc
-absl::Status run_reduce(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_reduce.cc
-absl::Status run_matmul(RunEnv& env, const lazy::Instr& in);           // cuda_kernels_matmul.cc
-// View, Scatter, Index and Shape categories: lazy/structural.h's rules (cuda_kernels_structural.cc)
-// with the index kernels of cuda_kernels_index.cc.
+// Every kernel returns its errors as a Status, as in the CPU backend: a bad index in the
+// data, an instruction it cannot run, a failed CUDA or cuBLAS call (SLOTH_CU_OK). The shared
+// runtime helpers below them (allocation, copies, fills, launches, NVRTC) have no Status to
+// return and throw sloth::Error; CudaExecutable::run turns those into the run's Status too.
+// One file per family: cuda_kernels_elementwise.cc, _reduce.cc, _matmul.cc, _factory.cc.
+absl::Status run_elementwise(RunEnv& env, const ElementwiseStep& st);
+absl::Status run_reduce(RunEnv& env, const lazy::Instr& in);
+absl::Status run_matmul(RunEnv& env, const lazy::Instr& in);
+absl::Status run_factory(RunEnv& env, const lazy::Instr& in);
+// View, Scatter, Index and Shape categories: lazy/structural.h's rules
+// (cuda_kernels_structural.cc) with the index kernels of cuda_kernels_index.cc.
 absl::Status run_structural(RunEnv& env, const lazy::Instr& in);
 extern const lazy::IndexKernels<RunEnv> kIndexKernels;
-absl::Status run_factory(RunEnv& env, const lazy::Instr& in);          // cuda_kernels_factory.cc
 
 }  // namespace sloth::cuda

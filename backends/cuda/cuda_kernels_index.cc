@@ -31,7 +31,7 @@ absl::Status check_indices(RunEnv& env, const Instr& in, const DeviceData& idx, 
   SLOTH_RETURN_IF_ERROR(check_rank("index check", shape.size()));
   DeviceData err = env.alloc({1}, DType::kInt64);
   DeviceContext& c = DeviceContext::get();
-  SLOTH_CU(cudaMemsetAsync(err.raw(), 0, 8, c.stream));
+  SLOTH_CU_OK(cudaMemsetAsync(err.raw(), 0, 8, c.stream));
   ParamWords w;
   w.p(idx.raw());
   w.i(n);
@@ -159,7 +159,7 @@ absl::Status index_put(RunEnv& env, const Instr& in) {
     // Last write wins with duplicate indices: winner[row] = the last i with idx[i] == row.
     DeviceContext& c = DeviceContext::get();
     DeviceData winner = env.alloc({std::max<int64_t>(size, 1)}, DType::kInt64);
-    SLOTH_CU(cudaMemsetAsync(winner.raw(), 0xff, std::max<int64_t>(size, 1) * 8, c.stream));
+    SLOTH_CU_OK(cudaMemsetAsync(winner.raw(), 0xff, std::max<int64_t>(size, 1) * 8, c.stream));
     ParamWords w;
     w.p(idx.raw());
     w.i(len);
@@ -192,7 +192,7 @@ absl::Status one_hot(RunEnv& env, const Instr& in) {
   SLOTH_RETURN_IF_ERROR(check_indices(env, in, idx, 0, classes, IndexRange::kClasses));
   DeviceData out = env.alloc(in.shape, DType::kInt64);
   DeviceContext& c = DeviceContext::get();
-  SLOTH_CU(cudaMemsetAsync(out.raw(), 0, std::max<int64_t>(out.numel(), 0) * 8, c.stream));
+  SLOTH_CU_OK(cudaMemsetAsync(out.raw(), 0, std::max<int64_t>(out.numel(), 0) * 8, c.stream));
   const int64_t n = idx.numel();
   if (n > 0) {
     Shape shape = idx.layout.shape;

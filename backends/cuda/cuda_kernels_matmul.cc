@@ -36,7 +36,7 @@ absl::Status run_matmul(RunEnv& env, const Instr& in) {
     return absl::OkStatus();
   }
   if (k == 0) {
-    SLOTH_CU(cudaMemsetAsync(out.raw(), 0, nb * m * n * es, c.stream));
+    SLOTH_CU_OK(cudaMemsetAsync(out.raw(), 0, nb * m * n * es, c.stream));
     env.set(in.out, std::move(out));
     return absl::OkStatus();
   }
@@ -76,8 +76,8 @@ absl::Status run_matmul(RunEnv& env, const Instr& in) {
     g.sak = sak;
     g.sbk = sbk;
     g.sbn = sbn;
-    SLOTH_CU(launch_int_matmul(in.dtype == DType::kInt64, a.raw(), b.raw(), out.raw(), g,
-                               c.sm_count * 32, c.stream));
+    SLOTH_CU_OK(launch_int_matmul(in.dtype == DType::kInt64, a.raw(), b.raw(), out.raw(), g,
+                                  c.sm_count * 32, c.stream));
     env.set(in.out, std::move(out));
     return absl::OkStatus();
   }
@@ -100,13 +100,13 @@ absl::Status run_matmul(RunEnv& env, const Instr& in) {
     }
     if (in.dtype == DType::kFloat32) {
       const float alpha = 1, beta = 0;
-      SLOTH_CUBLAS(cublasSgemmStridedBatched(
+      SLOTH_CUBLAS_OK(cublasSgemmStridedBatched(
           c.blas, opb, opa, n, m, k, &alpha, b.data<float>() + ob, mb.ld, sb[nd - 1],
           a.data<float>() + oa, ma.ld, sa[nd - 1], &beta, out.data<float>() + oc, n, sc[nd - 1],
           inner));
     } else {
       const double alpha = 1, beta = 0;
-      SLOTH_CUBLAS(cublasDgemmStridedBatched(
+      SLOTH_CUBLAS_OK(cublasDgemmStridedBatched(
           c.blas, opb, opa, n, m, k, &alpha, b.data<double>() + ob, mb.ld, sb[nd - 1],
           a.data<double>() + oa, ma.ld, sa[nd - 1], &beta, out.data<double>() + oc, n,
           sc[nd - 1], inner));
