@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/op_attrs.h"
 
 namespace sloth::lazy {
 
@@ -23,7 +24,7 @@ DType operand_dtype(const Instr& in, int i) {
 std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
   if (in.op == OpId::kArgmax || in.op == OpId::kArgmin) {
     if (rank == 0) return {};
-    return {in.attrs.i0};
+    return {ArgReduceAttrs::of(in.attrs).dim};
   }
   return std::vector<int64_t>(in.attrs.dims.begin(), in.attrs.dims.end());
 }

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 
 namespace sloth::cpu {
 namespace {
@@ -42,7 +43,7 @@ int64_t dim_size(const DeviceData& x, int64_t dim) {
 
 absl::Status index_select(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
   SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(x, dim)));
   DeviceData out = env.alloc(in.shape, in.dtype);
@@ -74,7 +75,7 @@ absl::Status index_select(Env& env, const Instr& in) {
 // out[pos with dim := index[pos]] += src[pos] (scatter_add), over the index's positions.
 template <bool kScatter>
 absl::Status gather_scatter(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& x = env.get(in.in[0]);
   const DeviceData& index = env.get(in.in[1]);
   std::vector<int64_t> idx = read_indices(index);
@@ -116,7 +117,7 @@ absl::Status gather_scatter(Env& env, const Instr& in) {
 }
 
 absl::Status index_add(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& src = env.get(in.in[2]);
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
@@ -160,7 +161,7 @@ absl::Status index_put(Env& env, const Instr& in) {
 }
 
 absl::Status one_hot(Env& env, const Instr& in) {
-  const int64_t classes = in.attrs.i0;
+  const int64_t classes = OneHotAttrs::of(in.attrs).num_classes;
   std::vector<int64_t> idx = read_indices(env.get(in.in[0]));
   for (int64_t i : idx)
     if (i < 0 || i >= classes)
@@ -176,7 +177,7 @@ absl::Status one_hot(Env& env, const Instr& in) {
 }
 
 absl::Status cat(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData out = env.alloc(in.shape, in.dtype);
   int64_t at = 0;
   for (int32_t slot : in.in) {

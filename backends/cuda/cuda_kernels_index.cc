@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_runtime.h"
 #include "backends/cuda/kernel_launch.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 
 namespace sloth::cuda {
@@ -129,7 +130,7 @@ void launch_along_dim(int mode, DType dtype, const DeviceData& target, const Dev
 }
 
 void index_select(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData x = operand_as(env, in.in[0], in.dtype);
   const DeviceData& idx = env.get(in.in[1]);
   check_indices(env, in, idx, dim, dim_size(x, dim), false, "");
@@ -144,7 +145,7 @@ void index_select(RunEnv& env, const Instr& in) {
 
 template <bool kScatter>
 void gather_scatter(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData x = env.get(in.in[0]);
   const DeviceData& index = env.get(in.in[1]);
   check_indices(env, in, index, dim, dim_size(x, dim), false, "");
@@ -172,7 +173,7 @@ void gather_scatter(RunEnv& env, const Instr& in) {
 }
 
 void index_add(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& idx = env.get(in.in[1]);
   check_indices(env, in, idx, dim, dim_size(base, dim), false, "");
@@ -222,7 +223,7 @@ void index_put(RunEnv& env, const Instr& in) {
 }
 
 void one_hot(RunEnv& env, const Instr& in) {
-  const int64_t classes = in.attrs.i0;
+  const int64_t classes = OneHotAttrs::of(in.attrs).num_classes;
   const DeviceData& idx = env.get(in.in[0]);
   check_indices(env, in, idx, 0, classes, false, "one_hot");
   DeviceData out = env.alloc(in.shape, DType::kInt64);
@@ -248,7 +249,7 @@ void one_hot(RunEnv& env, const Instr& in) {
 }
 
 void cat(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData out = env.alloc(in.shape, in.dtype);
   int64_t at = 0;
   for (int32_t slot : in.in) {

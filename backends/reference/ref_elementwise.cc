@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backends/reference/ref_internal.h"
+#include "core/op_attrs.h"
 #include "core/philox.h"
 
 namespace sloth::ref {
@@ -110,11 +111,12 @@ absl::StatusOr<Values> eval_factory(const Ctx& c) {
     }
     case OpId::kRand: case OpId::kRandn: case OpId::kRandint: {
       uint64_t seed = as_u64(c.in[0].v[0]), offset = as_u64(c.in[1].v[0]);
+      const RandintAttrs r = RandintAttrs::of(c.a);
       for (int64_t i = 0; i < n; ++i) {
         uint64_t k = offset + static_cast<uint64_t>(i);
         v[i] = c.op == OpId::kRand    ? philox::uniform(seed, k, dt == DType::kFloat64)
              : c.op == OpId::kRandn   ? philox::normal(seed, k)
-                                      : static_cast<double>(philox::integer(seed, k, c.a.i0, c.a.i1));
+                                      : static_cast<double>(philox::integer(seed, k, r.low, r.high));
       }
       return v;
     }
