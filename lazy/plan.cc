@@ -8,10 +8,8 @@
 namespace sloth::lazy {
 
 DType operand_dtype(const Instr& in, int i) {
+  if (op_info(in.op).facts.compare) return in.attrs.dtype;  // the type the rule compares in
   switch (in.op) {
-    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
-    case OpId::kGe:
-      return in.attrs.dtype;
     case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
       return DType::kBool;
     case OpId::kWhere:

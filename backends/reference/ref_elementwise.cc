@@ -142,7 +142,8 @@ absl::StatusOr<Values> eval_elementwise(const Ctx& c) {
   if (cat == OpCategory::Binary) {
     // Both sides are converted to the computation type first: the result type, or for
     // comparisons and logical ops the type the rule compares in (attrs.dtype).
-    const DType t = c.op >= OpId::kEq && c.op <= OpId::kLogicalOr ? c.a.dtype : c.out.dtype;
+    const bool logical = c.op == OpId::kLogicalAnd || c.op == OpId::kLogicalOr;
+    const DType t = op_info(c.op).facts.compare || logical ? c.a.dtype : c.out.dtype;
     for (int64_t i = 0; i < n; ++i) {
       Index idx = unravel(i, os);
       double x = ref_cast(bget(c.in[0], idx), t), y = ref_cast(bget(c.in[1], idx), t);
