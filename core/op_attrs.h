@@ -58,6 +58,10 @@ inline AttrDims attr_dims(absl::Span<const int64_t> s) { return AttrDims(s.begin
     static void map(V& v, A& a, F f) { __VA_ARGS__; }    \
   }
 
+// Reductions. Every reduction view (Reduce, Mean, Var, ArgReduce) keeps keepdim in the same
+// slot, and the reduced dims in Attrs::dims, so the shared reduction rule and kernels read
+// ReduceAttrs of any of them (tests/op_table_test checks it).
+
 // Sum, Prod, Amax, Amin, Logsumexp: dims {} = all.
 SLOTH_ATTR_MAP(ReduceAttrs, f(v.dims, a.dims); f(v.keepdim, a.slots.flag));
 struct ReduceAttrs {

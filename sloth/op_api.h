@@ -5,7 +5,8 @@
 //
 // Use: define SLOTH_API_Fn_Unary(Id, name) and SLOTH_API_Fn_Binary(Id, name) for what to
 // emit, then `#define OP SLOTH_API_ROW`, `#include "core/ops.def"`, `#undef OP` and undefine
-// the two generators. sloth/ops.h, sloth/ops.cc, sloth/tensor.h and sloth/tensor.cc do so.
+// the two generators. sloth/ops.h, sloth/ops.cc, sloth/tensor.h and sloth/tensor.cc do so
+// (the public headers save and restore a user's OP macro with push_macro/pop_macro).
 #pragma once
 
 #define SLOTH_API_ROW(Id, name, cat, arity, alias, rule, grad, api, ...) \

@@ -32,9 +32,11 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
 //                                                logical_and logical_or
 #define SLOTH_API_Fn_Unary(Id, name) Tensor name(const Tensor& x);
 #define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& a, const Tensor& b);
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
 #define OP SLOTH_API_ROW
 #include "core/ops.def"
-#undef OP
+#pragma pop_macro("OP")
 #undef SLOTH_API_Fn_Unary
 #undef SLOTH_API_Fn_Binary
 

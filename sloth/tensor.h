@@ -137,9 +137,11 @@ class Tensor {
   // lt le gt ge logical_and logical_or); the free functions of sloth/ops.h list them all.
 #define SLOTH_API_Fn_Unary(Id, name) Tensor name() const;
 #define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& o) const;
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
 #define OP SLOTH_API_ROW
 #include "core/ops.def"
-#undef OP
+#pragma pop_macro("OP")
 #undef SLOTH_API_Fn_Unary
 #undef SLOTH_API_Fn_Binary
   Tensor pow(const Tensor& e) const;

@@ -228,6 +228,10 @@ TEST(OpAttrs, ViewsRoundTripThroughAttrs) {
   ArgReduceAttrs{.dim = 1, .keepdim = true}.store(a);
   EXPECT_EQ(a.dims, (AttrDims{0, 2}));
   EXPECT_TRUE(ReduceAttrs::of(a).keepdim);
+  // Every reduction view keeps keepdim where ReduceAttrs reads it (the shared rule).
+  EXPECT_TRUE(ReduceAttrs::of(MeanAttrs{.keepdim = true}).keepdim);
+  EXPECT_TRUE(ReduceAttrs::of(VarAttrs{.keepdim = true}).keepdim);
+  EXPECT_EQ(ReduceAttrs::of(VarAttrs{.dims = {1}}).dims, (AttrDims{1}));
 }
 
 TEST(OpAttrs, HashAndEqualityAreTheStorages) {
