@@ -9,8 +9,8 @@
 // (the public headers save and restore a user's OP macro with push_macro/pop_macro).
 #pragma once
 
-#define SLOTH_API_ROW(Id, name, cat, arity, alias, rule, grad, api, ...) \
-  SLOTH_API_##api##_##cat(Id, name)
+#define SLOTH_API_ROW(Id, name, category, arity, alias, rule, grad, api, ...) \
+  SLOTH_API_##api##_##category(Id, name)
 
 #define SLOTH_API_Custom_Leaf(Id, name)
 #define SLOTH_API_Custom_Factory(Id, name)
