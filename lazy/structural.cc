@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 
 namespace sloth::lazy {
@@ -14,7 +15,7 @@ absl::Status internal(const StructuralEnv& env, std::string_view what) {
 }
 
 absl::Status cat(StructuralEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData out = env.alloc(in.shape, in.dtype);
   int64_t at = 0;
   for (int32_t slot : in.in) {

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "sloth/op_api.h"
 #include "sloth/tensor.h"
 
 namespace sloth {
@@ -19,42 +20,25 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Scalar& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
 Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);
-Tensor silu(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor square(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(const Tensor& x);
+
+// One function per Api = Fn row of core/ops.def (sloth/op_api.h):
+//   Tensor f(const Tensor& x);  f = neg abs exp log log1p sqrt rsqrt sin cos tanh sigmoid relu
+//                               gelu silu erf square reciprocal sign floor ceil round logical_not
+//   Tensor f(const Tensor& a, const Tensor& b);  f = maximum minimum eq ne lt le gt ge
+//                                                logical_and logical_or
+#define SLOTH_API_Fn_Unary(Id, name) Tensor name(const Tensor& x);
+#define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& a, const Tensor& b);
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
+#define OP SLOTH_API_ROW
+#include "core/ops.def"
+#pragma pop_macro("OP")
+#undef SLOTH_API_Fn_Unary
+#undef SLOTH_API_Fn_Binary
 
 // ---- reductions: dims may be negative; {} means all dims ----
 Tensor sum(const Tensor& x);

@@ -15,6 +15,7 @@
 #include "core/scalar.h"
 #include "core/ref.h"
 #include "core/shape.h"
+#include "sloth/op_api.h"
 
 namespace sloth {
 
@@ -131,26 +132,18 @@ class Tensor {
   Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& o) const;
   Tensor div(const Tensor& o) const;
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor gelu() const;
-  Tensor silu() const;
-  Tensor square() const;
-  Tensor reciprocal() const;
-  Tensor sign() const;
-  Tensor floor() const;
-  Tensor ceil() const;
-  Tensor round() const;
+  // One method per Api = Fn row of core/ops.def (sloth/op_api.h): x.f() for the unary ops
+  // (neg abs exp log ... round logical_not), a.f(b) for the binary ones (maximum minimum eq ne
+  // lt le gt ge logical_and logical_or); the free functions of sloth/ops.h list them all.
+#define SLOTH_API_Fn_Unary(Id, name) Tensor name() const;
+#define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& o) const;
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
+#define OP SLOTH_API_ROW
+#include "core/ops.def"
+#pragma pop_macro("OP")
+#undef SLOTH_API_Fn_Unary
+#undef SLOTH_API_Fn_Binary
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
   Tensor clamp(const Scalar& lo, const Scalar& hi) const;
@@ -172,13 +165,6 @@ class Tensor {
   Tensor logsumexp(Shape dims, bool keepdim = false) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor ge(const Tensor& o) const;
-  Tensor logical_not() const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor gather(int64_t dim, const Tensor& index) const;

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "autograd/function.h"
+#include "core/op_attrs.h"
+#include "core/view_layout.h"
 #include "testing/reference/reference.h"
 #include "gtest/gtest.h"
 #include "lazy/tensor_impl.h"
@@ -76,6 +78,171 @@ TEST(OpTable, EveryOpHasEverythingBesideIt) {
       EXPECT_EQ(info.category, OpCategory::View);
     }
   }
+}
+
+// ---- the per-op facts of the table are consistent ---------------------------------------------
+
+TEST(OpFacts, InplaceOpsNameAFunctionalOpOfTheSameArity) {
+  // copy_, fill_ and zero_ have no plain out-of-place op (they are written as clone/full).
+  const std::set<OpId> special = {OpId::kCopy_, OpId::kFill_, OpId::kZero_};
+  for (OpId op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    SCOPED_TRACE(std::string(info.name));
+    if (info.category != OpCategory::Inplace) {
+      EXPECT_FALSE(info.facts.functional.has_value()) << "only in-place ops have a functional op";
+      continue;
+    }
+    if (!info.facts.functional) {
+      EXPECT_TRUE(special.count(op)) << "an in-place op without .functional";
+      continue;
+    }
+    const OpInfo& fn = op_info(*info.facts.functional);
+    EXPECT_NE(fn.category, OpCategory::Inplace);
+    EXPECT_EQ(fn.alias, AliasKind::Fresh);
+    EXPECT_EQ(fn.arity, info.arity);
+    EXPECT_EQ(std::string(fn.name) + "_", std::string(info.name));
+  }
+}
+
+TEST(OpFacts, ViewAndScatterInversesAreSymmetric) {
+  int pairs = 0;
+  for (OpId op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    SCOPED_TRACE(std::string(info.name));
+    if (info.category == OpCategory::Scatter) EXPECT_TRUE(info.facts.inverse.has_value());
+    if (!info.facts.inverse) continue;
+    const OpInfo& inv = op_info(*info.facts.inverse);
+    ASSERT_TRUE(inv.facts.inverse.has_value());
+    EXPECT_EQ(*inv.facts.inverse, op);
+    if (info.category == OpCategory::View) {
+      EXPECT_EQ(inv.category, OpCategory::Scatter);
+      EXPECT_EQ(info.arity, 1);
+      EXPECT_EQ(inv.arity, 2);  // (base, src)
+      EXPECT_EQ(view_of_scatter(*info.facts.inverse), op);
+      ++pairs;
+    } else {
+      EXPECT_EQ(info.category, OpCategory::Scatter);
+      EXPECT_EQ(inv.category, OpCategory::View);
+    }
+  }
+  EXPECT_EQ(pairs, 4);  // slice, select, diagonal, as_strided
+}
+
+TEST(OpFacts, InverseOfAViewStep) {
+  // Computed inverses: the inverse permutation, the reshape back.
+  ViewInverse p = inverse_of_view(OpId::kPermute, Attrs{.dims = {2, 0, 1}}, {4, 5, 6});
+  EXPECT_EQ(p.op, OpId::kPermute);
+  EXPECT_FALSE(p.scatter);
+  EXPECT_EQ(p.attrs.dims, (AttrDims{1, 2, 0}));
+  ViewInverse r = inverse_of_view(OpId::kReshape, Attrs{.dims = {6}}, {2, 3});
+  EXPECT_EQ(r.op, OpId::kReshape);
+  EXPECT_EQ(r.attrs.dims, (AttrDims{2, 3}));
+  // Table inverses keep the view's attrs.
+  const Attrs sl = SliceAttrs{.dim = 1, .start = 0, .end = 4, .step = 2};
+  ViewInverse s = inverse_of_view(OpId::kSlice, sl, {3, 4});
+  EXPECT_EQ(s.op, OpId::kSliceScatter);
+  EXPECT_TRUE(s.scatter);
+  EXPECT_EQ(s.attrs, sl);
+}
+
+TEST(OpFacts, CommutativeAndCompareOpsAreBinary) {
+  for (OpId op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    SCOPED_TRACE(std::string(info.name));
+    if (info.facts.commutative || info.facts.compare) {
+      EXPECT_EQ(info.category, OpCategory::Binary);
+      EXPECT_EQ(info.arity, 2);
+    }
+    if (!info.facts.compare) continue;
+    const Shape s{2, 3};
+    const TensorMeta in[] = {{&s, DType::kFloat32}, {&s, DType::kInt64}};
+    Attrs a;
+    OutputMeta out;
+    ASSERT_TRUE(infer(op, in, a, &out).ok());
+    EXPECT_EQ(out.dtype, DType::kBool);
+    EXPECT_EQ(info.grad, GradKind::None);
+  }
+}
+
+TEST(OpFacts, SavedTensorsNameRealOperands) {
+  for (OpId op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    SCOPED_TRACE(std::string(info.name));
+    const SavedSet& s = info.facts.saves;
+    const bool saves_any = s.result != Save::None || s.args[0].save != Save::None ||
+                           s.args[1].save != Save::None || s.args[2].save != Save::None;
+    if (info.grad == GradKind::None) EXPECT_FALSE(saves_any) << "not differentiable";
+    for (int i = 0; i < 3; ++i) {
+      const SavedArg& a = s.args[i];
+      if (info.arity >= 0 && i >= info.arity) EXPECT_EQ(a.save, Save::None) << "operand " << i;
+      if (a.if_needs >= 0) {
+        EXPECT_NE(a.save, Save::None);
+        EXPECT_TRUE(info.arity < 0 || a.if_needs < info.arity) << int{a.if_needs};
+      }
+      // Composites keep no values of their own: their parts do.
+      if (info.category == OpCategory::Composite) {
+        EXPECT_TRUE(a.save == Save::None || a.save == Save::Check) << "operand " << i;
+      }
+    }
+    if (info.category == OpCategory::Composite) {
+      EXPECT_TRUE(s.result == Save::None || s.result == Save::Check);
+    }
+  }
+}
+
+TEST(OpFacts, FnRowsAreUnaryOrBinaryElementwise) {
+  for (OpId op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    if (info.api != ApiKind::Fn) continue;
+    SCOPED_TRACE(std::string(info.name));
+    EXPECT_TRUE((info.category == OpCategory::Unary && info.arity == 1) ||
+                (info.category == OpCategory::Binary && info.arity == 2));
+  }
+  // The generated functions and methods (sloth/op_api.h) are the op on its operands.
+  Tensor x = tensor({0.5, -1.0}), y = tensor({1.0, -2.0});
+  EXPECT_EQ(sigmoid(x).to_vector<float>(), x.sigmoid().to_vector<float>());
+  EXPECT_EQ(erf(x).to_vector<float>(), x.erf().to_vector<float>());
+  EXPECT_EQ(maximum(x, y).to_vector<float>(), (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_EQ(x.maximum(y).to_vector<float>(), (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_EQ(x.lt(y).to_vector<bool>(), (std::vector<bool>{true, false}));
+}
+
+// ---- typed attrs views ----------------------------------------------------------------------------
+
+TEST(OpAttrs, ViewsRoundTripThroughAttrs) {
+  const SliceAttrs s{.dim = 1, .start = -3, .end = 7, .step = 2};
+  const SliceAttrs back = SliceAttrs::of(s);
+  EXPECT_EQ(back.dim, 1);
+  EXPECT_EQ(back.start, -3);
+  EXPECT_EQ(back.end, 7);
+  EXPECT_EQ(back.step, 2);
+  const auto d = DropoutAttrs::of(DropoutAttrs{.p = 0.25, .train = true});
+  EXPECT_EQ(d.p, 0.25);
+  EXPECT_TRUE(d.train);
+  const auto as = AsStridedAttrs::of(AsStridedAttrs{.size = {2, 2}, .stride = {1, 4}, .offset = 3});
+  EXPECT_EQ(as.size, (AttrDims{2, 2}));
+  EXPECT_EQ(as.stride, (AttrDims{1, 4}));
+  EXPECT_EQ(as.offset, 3);
+  // store() writes its own fields only: a reduction's dims stay when keepdim is set.
+  Attrs a = ReduceAttrs{.dims = {0, 2}};
+  ArgReduceAttrs{.dim = 1, .keepdim = true}.store(a);
+  EXPECT_EQ(a.dims, (AttrDims{0, 2}));
+  EXPECT_TRUE(ReduceAttrs::of(a).keepdim);
+  // Every reduction view keeps keepdim where ReduceAttrs reads it (the shared rule).
+  EXPECT_TRUE(ReduceAttrs::of(MeanAttrs{.keepdim = true}).keepdim);
+  EXPECT_TRUE(ReduceAttrs::of(VarAttrs{.keepdim = true}).keepdim);
+  EXPECT_EQ(ReduceAttrs::of(VarAttrs{.dims = {1}}).dims, (AttrDims{1}));
+}
+
+TEST(OpAttrs, HashAndEqualityAreTheStorages) {
+  // Two views that put the same values in the same slots are the same attrs (one plan).
+  const Attrs a = DimAttrs{.dim = 2}, b = OneHotAttrs{.num_classes = 2};
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.hash(), b.hash());
+  const Attrs c = DimAttrs{.dim = 3};
+  EXPECT_NE(a, c);
+  EXPECT_NE(a.hash(), c.hash());
+  EXPECT_EQ(Attrs{}.hash(), Attrs(DimAttrs{}).hash());
 }
 
 class OpSamples : public ::testing::TestWithParam<OpId> {};

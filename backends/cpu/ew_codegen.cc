@@ -35,15 +35,7 @@ const char* ctype(DType t) {
   return "void";
 }
 
-bool is_compare(OpId op) {
-  switch (op) {
-    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
-    case OpId::kGe:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_compare(OpId op) { return op_info(op).facts.compare; }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 #include "lazy/structural.h"
 
 namespace sloth::cpu {
@@ -26,7 +27,7 @@ std::vector<int64_t> read_indices(const DeviceData& idx) {
 
 absl::Status index_select(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
   SLOTH_RETURN_IF_ERROR(
       lazy::check_index_range(in, idx, dim, indexed_size(x, dim), IndexRange::kNonNegative));
@@ -59,7 +60,7 @@ absl::Status index_select(Env& env, const Instr& in) {
 // out[pos with dim := index[pos]] += src[pos] (scatter_add), over the index's positions.
 template <bool kScatter>
 absl::Status gather_scatter(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& x = env.get(in.in[0]);
   const DeviceData& index = env.get(in.in[1]);
   std::vector<int64_t> idx = read_indices(index);
@@ -97,7 +98,7 @@ absl::Status gather_scatter(Env& env, const Instr& in) {
 }
 
 absl::Status index_add(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& src = env.get(in.in[2]);
   std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
@@ -135,7 +136,7 @@ absl::Status index_put(Env& env, const Instr& in) {
 }
 
 absl::Status one_hot(Env& env, const Instr& in) {
-  const int64_t classes = in.attrs.i0;
+  const int64_t classes = OneHotAttrs::of(in.attrs).num_classes;
   std::vector<int64_t> idx = read_indices(env.get(in.in[0]));
   SLOTH_RETURN_IF_ERROR(lazy::check_index_range(in, idx, 0, classes, IndexRange::kClasses));
   DeviceData out = env.alloc(in.shape, DType::kInt64);

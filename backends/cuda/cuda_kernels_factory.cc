@@ -2,6 +2,8 @@
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_launch.h"
+#include "core/error.h"
+#include "core/op_attrs.h"
 
 namespace sloth::cuda {
 
@@ -23,8 +25,8 @@ absl::Status run_factory(RunEnv& env, const Instr& in) {
       i1 = in.shape.size() > 1 ? in.shape[1] : i0;
       break;
     case OpId::kRandint:
-      i0 = in.attrs.i0;
-      i1 = in.attrs.i1;
+      i0 = RandintAttrs::of(in.attrs).low;
+      i1 = RandintAttrs::of(in.attrs).high;
       [[fallthrough]];
     default:
       a = env.scalar(in.in[0]);

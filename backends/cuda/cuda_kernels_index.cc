@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_runtime.h"
 #include "backends/cuda/kernel_launch.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 #include "lazy/structural.h"
 
@@ -94,7 +95,7 @@ absl::Status launch_along_dim(int mode, DType dtype, const DeviceData& target,
 }
 
 absl::Status index_select(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData x = operand_as(env, in.in[0], in.dtype);
   const DeviceData& idx = env.get(in.in[1]);
   SLOTH_RETURN_IF_ERROR(
@@ -111,7 +112,7 @@ absl::Status index_select(RunEnv& env, const Instr& in) {
 
 template <bool kScatter>
 absl::Status gather_scatter(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   DeviceData x = env.get(in.in[0]);
   const DeviceData& index = env.get(in.in[1]);
   SLOTH_RETURN_IF_ERROR(
@@ -131,7 +132,7 @@ absl::Status gather_scatter(RunEnv& env, const Instr& in) {
 }
 
 absl::Status index_add(RunEnv& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& base = env.get(in.in[0]);
   const DeviceData& idx = env.get(in.in[1]);
   SLOTH_RETURN_IF_ERROR(
@@ -187,7 +188,7 @@ absl::Status index_put(RunEnv& env, const Instr& in) {
 }
 
 absl::Status one_hot(RunEnv& env, const Instr& in) {
-  const int64_t classes = in.attrs.i0;
+  const int64_t classes = OneHotAttrs::of(in.attrs).num_classes;
   const DeviceData& idx = env.get(in.in[0]);
   SLOTH_RETURN_IF_ERROR(check_indices(env, in, idx, 0, classes, IndexRange::kClasses));
   DeviceData out = env.alloc(in.shape, DType::kInt64);

@@ -9,6 +9,7 @@
 
 #include "testing/reference/reference.h"
 #include "core/attrs.h"
+#include "core/op_attrs.h"
 #include "core/op_table.h"
 
 namespace sloth {
