@@ -33,7 +33,8 @@ enum class OpCategory : uint8_t {
 };
 enum class AliasKind : uint8_t { Fresh, ViewOf, InplaceOf };
 enum class GradKind : uint8_t { Formula, Decomposed, None };
-enum class ApiKind : uint8_t { Fn, Custom };
+// The signature kind of an op's public function and method (core/ops.def, sloth/op_api.h).
+enum class ApiKind : uint8_t { Fn, DimFn, ListDim, ReduceFn, ArgFn, Custom };
 
 // What an op's backward node keeps of a tensor (PyTorch 1.13's saved variables,
 // ../shared/notes/SAVED_TENSORS.md). Value: sloth's formula reads it. Check: PyTorch saves it,

@@ -31,16 +31,45 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
   return call_op(OpId::kClamp, {x, wrap_scalar(lo), wrap_scalar(hi)});
 }
 
-// The Api = Fn rows of core/ops.def: the op on its operands, nothing else.
+// The generated rows of core/ops.def (sloth/op_api.h): the op on its operands, with the attrs
+// the signature names, nothing else.
 #define SLOTH_API_Fn_Unary(Id, name) \
   Tensor name(const Tensor& x) { return call_op(OpId::k##Id, {x}); }
 #define SLOTH_API_Fn_Binary(Id, name) \
   Tensor name(const Tensor& a, const Tensor& b) { return call_op(OpId::k##Id, {a, b}); }
+#define SLOTH_API_DimFn_1(Id, name) \
+  Tensor name(const Tensor& x, int64_t dim) { return call_op(OpId::k##Id, {x}, dim_attrs(dim)); }
+#define SLOTH_API_DimFn_2(Id, name)                                     \
+  Tensor name(const Tensor& x, int64_t dim, const Tensor& index) {      \
+    return call_op(OpId::k##Id, {x, index}, dim_attrs(dim));            \
+  }
+#define SLOTH_API_DimFn_3(Id, name)                                                       \
+  Tensor name(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {  \
+    return call_op(OpId::k##Id, {base, index, src}, dim_attrs(dim));                      \
+  }
+#define SLOTH_API_ListDim(Id, name)                                     \
+  Tensor name(const std::vector<Tensor>& tensors, int64_t dim) {        \
+    return call_op(OpId::k##Id, tensors, dim_attrs(dim));               \
+  }
+#define SLOTH_API_ReduceFn(Id, name)                                    \
+  Tensor name(const Tensor& x, Shape dims, bool keepdim) {              \
+    return call_op(OpId::k##Id, {x}, reduce_attrs(dims, keepdim));      \
+  }
+#define SLOTH_API_ArgFn(Id, name)                                                    \
+  Tensor name(const Tensor& x, int64_t dim, bool keepdim) {                          \
+    return call_op(OpId::k##Id, {x}, ArgReduceAttrs{.dim = dim, .keepdim = keepdim}); \
+  }
 #define OP SLOTH_API_ROW
 #include "core/ops.def"
 #undef OP
 #undef SLOTH_API_Fn_Unary
 #undef SLOTH_API_Fn_Binary
+#undef SLOTH_API_DimFn_1
+#undef SLOTH_API_DimFn_2
+#undef SLOTH_API_DimFn_3
+#undef SLOTH_API_ListDim
+#undef SLOTH_API_ReduceFn
+#undef SLOTH_API_ArgFn
 
 Tensor sum(const Tensor& x) { return call_op(OpId::kSum, {x}, reduce_attrs({}, false)); }
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kSum, {x}, reduce_attrs(dims, keepdim)); }
@@ -48,15 +77,6 @@ Tensor mean(const Tensor& x) {
   return call_op(OpId::kMean, {x}, MeanAttrs{.no_dim_list = true});
 }
 Tensor mean(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kMean, {x}, reduce_attrs(dims, keepdim)); }
-Tensor amax(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kAmax, {x}, reduce_attrs(dims, keepdim)); }
-Tensor amin(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kAmin, {x}, reduce_attrs(dims, keepdim)); }
-Tensor prod(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kProd, {x}, reduce_attrs(dims, keepdim)); }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
-  return call_op(OpId::kArgmax, {x}, ArgReduceAttrs{.dim = dim, .keepdim = keepdim});
-}
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
-  return call_op(OpId::kArgmin, {x}, ArgReduceAttrs{.dim = dim, .keepdim = keepdim});
-}
 Tensor var(const Tensor& x, Shape dims, bool unbiased, bool keepdim) {
   return call_op(OpId::kVar, {x},
                  VarAttrs{.dims = attr_dims(dims), .keepdim = keepdim, .unbiased = unbiased});
@@ -77,21 +97,6 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   return call_op(OpId::kLinear, {x, w});
 }
 
-Tensor cat(const std::vector<Tensor>& ts, int64_t dim) { return call_op(OpId::kCat, ts, dim_attrs(dim)); }
-Tensor stack(const std::vector<Tensor>& ts, int64_t dim) { return call_op(OpId::kStack, ts, dim_attrs(dim)); }
-
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  return call_op(OpId::kIndexSelect, {x, index}, dim_attrs(dim));
-}
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  return call_op(OpId::kGather, {x, index}, dim_attrs(dim));
-}
-Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
-  return call_op(OpId::kScatterAdd, {base, index, src}, dim_attrs(dim));
-}
-Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
-  return call_op(OpId::kIndexAdd, {base, index, src}, dim_attrs(dim));
-}
 Tensor index_put(const Tensor& base, const Tensor& index, const Tensor& values) {
   return call_op(OpId::kIndexPut, {base, index, values});
 }
@@ -126,8 +131,6 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
                  AsStridedAttrs{.size = attr_dims(size), .stride = attr_dims(stride), .offset = offset});
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) { return call_op(OpId::kSoftmax, {x}, dim_attrs(dim)); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return call_op(OpId::kLogSoftmax, {x}, dim_attrs(dim)); }
 Tensor cross_entropy(const Tensor& l, const Tensor& t) { return call_op(OpId::kCrossEntropy, {l, t}); }
 Tensor nll_loss(const Tensor& lp, const Tensor& t) { return call_op(OpId::kNllLoss, {lp, t}); }
 Tensor mse_loss(const Tensor& a, const Tensor& b) { return call_op(OpId::kMseLoss, {a, b}); }

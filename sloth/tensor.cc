@@ -366,15 +366,37 @@ Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return sloth::a
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return sloth::sub(*this, o, alpha); }
 Tensor Tensor::mul(const Tensor& o) const { return sloth::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
+// The generated methods (sloth/op_api.h): the free function on *this.
 #define SLOTH_API_Fn_Unary(Id, name) \
   Tensor Tensor::name() const { return sloth::name(*this); }
 #define SLOTH_API_Fn_Binary(Id, name) \
   Tensor Tensor::name(const Tensor& o) const { return sloth::name(*this, o); }
+#define SLOTH_API_DimFn_1(Id, name) \
+  Tensor Tensor::name(int64_t dim) const { return sloth::name(*this, dim); }
+#define SLOTH_API_DimFn_2(Id, name)                                  \
+  Tensor Tensor::name(int64_t dim, const Tensor& index) const {      \
+    return sloth::name(*this, dim, index);                           \
+  }
+#define SLOTH_API_DimFn_3(Id, name)                                                    \
+  Tensor Tensor::name(int64_t dim, const Tensor& index, const Tensor& src) const {     \
+    return sloth::name(*this, dim, index, src);                                        \
+  }
+#define SLOTH_API_ListDim(Id, name)
+#define SLOTH_API_ReduceFn(Id, name) \
+  Tensor Tensor::name(Shape dims, bool keepdim) const { return sloth::name(*this, dims, keepdim); }
+#define SLOTH_API_ArgFn(Id, name) \
+  Tensor Tensor::name(int64_t dim, bool keepdim) const { return sloth::name(*this, dim, keepdim); }
 #define OP SLOTH_API_ROW
 #include "core/ops.def"
 #undef OP
 #undef SLOTH_API_Fn_Unary
 #undef SLOTH_API_Fn_Binary
+#undef SLOTH_API_DimFn_1
+#undef SLOTH_API_DimFn_2
+#undef SLOTH_API_DimFn_3
+#undef SLOTH_API_ListDim
+#undef SLOTH_API_ReduceFn
+#undef SLOTH_API_ArgFn
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return sloth::clamp(*this, lo, hi); }
@@ -386,18 +408,9 @@ Tensor Tensor::mean() const { return sloth::mean(*this); }
 Tensor Tensor::mean(Shape dims, bool keepdim) const { return sloth::mean(*this, dims, keepdim); }
 Tensor Tensor::max() const { return sloth::amax(*this); }
 Tensor Tensor::min() const { return sloth::amin(*this); }
-Tensor Tensor::amax(Shape dims, bool keepdim) const { return sloth::amax(*this, dims, keepdim); }
-Tensor Tensor::amin(Shape dims, bool keepdim) const { return sloth::amin(*this, dims, keepdim); }
-Tensor Tensor::prod(Shape dims, bool keepdim) const { return sloth::prod(*this, dims, keepdim); }
-Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return sloth::argmax(*this, dim, keepdim); }
-Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return sloth::argmin(*this, dim, keepdim); }
 Tensor Tensor::var(Shape dims, bool unbiased, bool keepdim) const { return sloth::var(*this, dims, unbiased, keepdim); }
 Tensor Tensor::std(Shape dims, bool unbiased, bool keepdim) const { return sloth::std(*this, dims, unbiased, keepdim); }
 Tensor Tensor::logsumexp(Shape dims, bool keepdim) const { return sloth::logsumexp(*this, dims, keepdim); }
-Tensor Tensor::softmax(int64_t dim) const { return sloth::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return sloth::log_softmax(*this, dim); }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return sloth::masked_fill(*this, mask, v); }
-Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return sloth::index_select(*this, dim, index); }
-Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return sloth::gather(*this, dim, index); }
 
 }  // namespace sloth
