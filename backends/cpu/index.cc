@@ -45,23 +45,46 @@ inline void apply(T* t, T* o) {
 }
 
 // `kMode` over a run of n elements that share one index: a slice of the target (an embedding
-// row) moves as a block. Unit strides copy with memcpy or add in a loop the compiler
+// row) moves as a block. Unit strides (kUnit) copy with memcpy or add in a loop the compiler
 // vectorizes; other strides step element by element.
-template <IndexMode kMode, class T>
+template <IndexMode kMode, bool kUnit, class T>
 inline void apply_run(T* __restrict t, int64_t ts, T* __restrict o, int64_t os, int64_t n) {
-  if (ts == 1 && os == 1) {
+  if constexpr (kUnit) {
     if constexpr (kMode == IndexMode::kRead) std::memcpy(o, t, n * sizeof(T));
     else if constexpr (kMode == IndexMode::kWrite) std::memcpy(t, o, n * sizeof(T));
     else
       for (int64_t j = 0; j < n; ++j) t[j] = static_cast<T>(t[j] + o[j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) apply<kMode>(t + j * ts, o + j * os);
+  }
+}
+
+// The slices of a walk whose index is the same along its whole last dim: for_each_run walks
+// the other dims and each of its positions moves one slice of shape[nd - 1] elements, so the
+// per-slice cost is a pointer step, not a walk step (embedding rows: one memcpy each).
+template <IndexMode kMode, bool kUnit, class T, class At>
+void walk_slices(T* t, T* o, const Shape& shape, const Strides& ts, const Strides& os,
+                 const Strides& is, At at) {
+  const int nd = static_cast<int>(shape.size());
+  const int64_t inner = shape[nd - 1], tl = ts[nd - 1], ol = os[nd - 1];
+  if (nd == 1) {
+    apply_run<kMode, kUnit>(t + at(0), tl, o, ol, inner);
     return;
   }
-  for (int64_t j = 0; j < n; ++j) apply<kMode>(t + j * ts, o + j * os);
+  const int64_t t2 = ts[nd - 2], o2 = os[nd - 2], i2 = is[nd - 2];
+  int64_t outer = 1;
+  for (int d = 0; d < nd - 1; ++d) outer *= shape[d];
+  for_each_run<3>(shape.data(), nd - 1, {ts.data(), os.data(), is.data()}, 0, outer,
+                  [&](const std::array<int64_t, 3>& off, int64_t run) {
+                    for (int64_t j = 0; j < run; ++j)
+                      apply_run<kMode, kUnit>(t + off[0] + j * t2 + at(off[2] + j * i2), tl,
+                                              o + off[1] + j * o2, ol, inner);
+                  });
 }
 
 // The walk, row-major (so with kWrite the last write in index order lands last) and single
 // threaded for the same reason. Coalescing keeps the order; it merges the dims every operand
-// (the index included) walks contiguously, so an along-dim walk's runs are whole slices.
+// (the index included) walks contiguously, so an along-dim walk's last dim is a whole slice.
 template <IndexMode kMode, class T, class I>
 void walk_typed(T* t, T* o, const I* ix, const IndexWalk& w) {
   Shape shape = w.shape;
@@ -70,17 +93,20 @@ void walk_typed(T* t, T* o, const I* ix, const IndexWalk& w) {
   const int nd = static_cast<int>(shape.size());
   const int64_t tl = ts[nd - 1], ol = os[nd - 1], il = is[nd - 1];
   const int64_t dstride = w.dstride, size = w.size;
-  // Indices were checked: a negative one is in [-size, 0) and counts from the end.
+  // The target offset of the index at element offset i. Indices were checked: a negative one
+  // is in [-size, 0) and counts from the end.
   auto at = [&](int64_t i) {
     const int64_t v = static_cast<int64_t>(ix[i]);
     return (v < 0 ? v + size : v) * dstride;
   };
+  if (il == 0) {
+    if (tl == 1 && ol == 1) walk_slices<kMode, true>(t, o, shape, ts, os, is, at);
+    else walk_slices<kMode, false>(t, o, shape, ts, os, is, at);
+    return;
+  }
+  // One index per element (gather, scatter_add).
   for_each_run<3>(shape.data(), nd, {ts.data(), os.data(), is.data()}, 0, numel(shape),
                   [&](const std::array<int64_t, 3>& off, int64_t run) {
-                    if (il == 0) {
-                      apply_run<kMode>(t + off[0] + at(off[2]), tl, o + off[1], ol, run);
-                      return;
-                    }
                     for (int64_t j = 0; j < run; ++j)
                       apply<kMode>(t + off[0] + j * tl + at(off[2] + j * il), o + off[1] + j * ol);
                   });
