@@ -81,40 +81,28 @@ DeviceData operand_as(StructuralEnv& env, int slot, DType dtype) {
   return x.dtype == dtype ? x : env.contiguous(x, dtype);
 }
 
-// out = x's slices along dim picked by a 1-D index (an embedding lookup).
-absl::Status index_select(StructuralEnv& env, const Instr& in) {
+// out[pos] = x[pos with dim := index[pos]] (gather), or with the index at pos[dim] of a 1-D
+// index (along_dim: index_select, an embedding lookup, which moves whole slices of x).
+absl::Status read_at(StructuralEnv& env, const Instr& in, bool along_dim) {
   const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& idx = env.get(in.in[1]);
   SLOTH_RETURN_IF_ERROR(env.check_indices(in, idx, dim, indexed_size(env.get(in.in[0]), dim),
                                           IndexRange::kNonNegative));
   const DeviceData x = operand_as(env, in.in[0], in.dtype);
   DeviceData out = env.alloc(in.shape, in.dtype);
-  if (x.layout.shape.empty()) {
+  if (along_dim && x.layout.shape.empty()) {
     env.copy_into(out, x, /*accumulate=*/false);  // a 0-dim x is its only slice
-  } else {
-    SLOTH_RETURN_IF_ERROR(
-        env.index_walk(IndexMode::kRead, x, out, idx, along_dim_walk(x, out, idx, dim)));
+  } else if (idx.numel() > 0) {
+    const IndexWalk w =
+        along_dim ? along_dim_walk(x, out, idx, dim) : gather_walk(x, out, idx, dim);
+    SLOTH_RETURN_IF_ERROR(env.index_walk(IndexMode::kRead, x, out, idx, w));
   }
   env.set(in.out, std::move(out));
   return absl::OkStatus();
 }
 
-// out[pos] = x[pos with dim := index[pos]].
-absl::Status gather(StructuralEnv& env, const Instr& in) {
-  const int64_t dim = DimAttrs::of(in.attrs).dim;
-  const DeviceData& idx = env.get(in.in[1]);
-  SLOTH_RETURN_IF_ERROR(env.check_indices(in, idx, dim, indexed_size(env.get(in.in[0]), dim),
-                                          IndexRange::kNonNegative));
-  const DeviceData x = operand_as(env, in.in[0], in.dtype);
-  DeviceData out = env.alloc(in.shape, in.dtype);
-  if (idx.numel() > 0)
-    SLOTH_RETURN_IF_ERROR(
-        env.index_walk(IndexMode::kRead, x, out, idx, gather_walk(x, out, idx, dim)));
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
-}
-
-// out = base; out[pos with dim := index[pos]] += src[pos] (index_add: along a 1-D index).
+// out = base; out[pos with dim := index[pos]] += src[pos] (scatter_add), or with the index at
+// pos[dim] of a 1-D index (along_dim: index_add, an embedding's backward).
 absl::Status add_at(StructuralEnv& env, const Instr& in, bool along_dim) {
   const int64_t dim = DimAttrs::of(in.attrs).dim;
   const DeviceData& base = env.get(in.in[0]);
@@ -176,8 +164,8 @@ absl::Status run_structural(StructuralEnv& env, const Instr& in) {
     case OpId::kClone:
       env.set(in.out, env.contiguous(env.get(in.in[0]), in.dtype));
       return absl::OkStatus();
-    case OpId::kIndexSelect: return index_select(env, in);
-    case OpId::kGather: return gather(env, in);
+    case OpId::kIndexSelect: return read_at(env, in, /*along_dim=*/true);
+    case OpId::kGather: return read_at(env, in, /*along_dim=*/false);
     case OpId::kScatterAdd: return add_at(env, in, /*along_dim=*/false);
     case OpId::kIndexAdd: return add_at(env, in, /*along_dim=*/true);
     case OpId::kIndexPut: return index_put(env, in);
