@@ -200,14 +200,6 @@ absl::Status check_index_range(const Instr& in, absl::Span<const int64_t> idx, i
   return absl::OkStatus();
 }
 
-Layout select_layout(const Layout& l, int64_t dim, int64_t i) {
-  Layout o = l;
-  o.offset += i * l.strides[dim];
-  o.shape.erase(o.shape.begin() + dim);
-  o.strides.erase(o.strides.begin() + dim);
-  return o;
-}
-
 IndexWalk gather_walk(const DeviceData& target, const DeviceData& other, const DeviceData& index,
                       int64_t dim) {
   IndexWalk w;

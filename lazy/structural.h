@@ -38,9 +38,6 @@ inline int64_t indexed_size(const DeviceData& x, int64_t dim) {
   return x.layout.shape.empty() ? 1 : x.layout.shape[dim];
 }
 
-// `l` with `dim` fixed at `i` (the dim dropped).
-Layout select_layout(const Layout& l, int64_t dim, int64_t i);
-
 // The positions an index primitive visits. At position pos (row-major over `shape`) the index
 // value is v = index[pos] (v + size when negative) and the target's element is the one at pos
 // with `dim` := v: the target is addressed along `dim` by the index's value, not by the
