@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
+#include "core/error.h"
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
 
@@ -70,6 +71,88 @@ absl::Status scatter(StructuralEnv& env, const Instr& in) {
   return absl::OkStatus();
 }
 
+// ---- The index ops: each is one index primitive over one walk ----
+// Every op checks all of its indices before it allocates or writes, so a bad index leaves
+// nothing behind. Operands are read in the op's dtype (a converted copy where they differ), so
+// a primitive sees one dtype for target and other.
+
+DeviceData operand_as(StructuralEnv& env, int slot, DType dtype) {
+  const DeviceData& x = env.get(slot);
+  return x.dtype == dtype ? x : env.contiguous(x, dtype);
+}
+
+// out[pos] = x[pos with dim := index[pos]] (gather), or with the index at pos[dim] of a 1-D
+// index (along_dim: index_select, an embedding lookup, which moves whole slices of x).
+absl::Status read_at(StructuralEnv& env, const Instr& in, bool along_dim) {
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
+  const DeviceData& idx = env.get(in.in[1]);
+  SLOTH_RETURN_IF_ERROR(env.check_indices(in, idx, dim, indexed_size(env.get(in.in[0]), dim),
+                                          IndexRange::kNonNegative));
+  const DeviceData x = operand_as(env, in.in[0], in.dtype);
+  DeviceData out = env.alloc(in.shape, in.dtype);
+  if (along_dim && x.layout.shape.empty()) {
+    env.copy_into(out, x, /*accumulate=*/false);  // a 0-dim x is its only slice
+  } else if (idx.numel() > 0) {
+    const IndexWalk w =
+        along_dim ? along_dim_walk(x, out, idx, dim) : gather_walk(x, out, idx, dim);
+    SLOTH_RETURN_IF_ERROR(env.index_walk(IndexMode::kRead, x, out, idx, w));
+  }
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+// out = base; out[pos with dim := index[pos]] += src[pos] (scatter_add), or with the index at
+// pos[dim] of a 1-D index (along_dim: index_add, an embedding's backward).
+absl::Status add_at(StructuralEnv& env, const Instr& in, bool along_dim) {
+  const int64_t dim = DimAttrs::of(in.attrs).dim;
+  const DeviceData& base = env.get(in.in[0]);
+  const DeviceData& idx = env.get(in.in[1]);
+  SLOTH_RETURN_IF_ERROR(
+      env.check_indices(in, idx, dim, indexed_size(base, dim), IndexRange::kNonNegative));
+  const DeviceData src = operand_as(env, in.in[2], in.dtype);
+  DeviceData out = env.contiguous(base, in.dtype);
+  if (idx.numel() > 0) {
+    if (base.layout.shape.empty()) {
+      env.copy_into(out, src, /*accumulate=*/true);  // a 0-dim base is its only slice
+    } else {
+      const IndexWalk w =
+          along_dim ? along_dim_walk(out, src, idx, dim) : gather_walk(out, src, idx, dim);
+      SLOTH_RETURN_IF_ERROR(env.index_walk(IndexMode::kAccumulate, out, src, idx, w));
+    }
+  }
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+// out = base; rows idx[i] (negative: from the end) := row i of values broadcast; with
+// duplicate indices the last one wins.
+absl::Status index_put(StructuralEnv& env, const Instr& in) {
+  const DeviceData& base = env.get(in.in[0]);
+  const DeviceData& idx = env.get(in.in[1]);
+  SLOTH_RETURN_IF_ERROR(
+      env.check_indices(in, idx, 0, base.layout.shape[0], IndexRange::kWrapping));
+  const DeviceData values = operand_as(env, in.in[2], in.dtype);
+  DeviceData out = env.contiguous(base, in.dtype);
+  if (const int64_t len = idx.numel(); len > 0) {
+    const DeviceData rows = with_layout(values, index_put_values(base, values, len));
+    SLOTH_RETURN_IF_ERROR(
+        env.index_walk(IndexMode::kWrite, out, rows, idx, along_dim_walk(out, rows, idx, 0)));
+  }
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
+// out[..., c] = (indices[...] == c), int64.
+absl::Status one_hot(StructuralEnv& env, const Instr& in) {
+  const int64_t classes = OneHotAttrs::of(in.attrs).num_classes;
+  const DeviceData& idx = env.get(in.in[0]);
+  SLOTH_RETURN_IF_ERROR(env.check_indices(in, idx, 0, classes, IndexRange::kClasses));
+  DeviceData out = env.alloc(in.shape, DType::kInt64);
+  SLOTH_RETURN_IF_ERROR(env.mark_classes(out, idx, classes));
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status run_structural(StructuralEnv& env, const Instr& in) {
@@ -81,6 +164,12 @@ absl::Status run_structural(StructuralEnv& env, const Instr& in) {
     case OpId::kClone:
       env.set(in.out, env.contiguous(env.get(in.in[0]), in.dtype));
       return absl::OkStatus();
+    case OpId::kIndexSelect: return read_at(env, in, /*along_dim=*/true);
+    case OpId::kGather: return read_at(env, in, /*along_dim=*/false);
+    case OpId::kScatterAdd: return add_at(env, in, /*along_dim=*/false);
+    case OpId::kIndexAdd: return add_at(env, in, /*along_dim=*/true);
+    case OpId::kIndexPut: return index_put(env, in);
+    case OpId::kOneHot: return one_hot(env, in);
     default:
       return internal(env, absl::StrFormat("%s is not an index or shape op", op_name(in.op)));
   }
@@ -111,14 +200,6 @@ absl::Status check_index_range(const Instr& in, absl::Span<const int64_t> idx, i
   return absl::OkStatus();
 }
 
-Layout select_layout(const Layout& l, int64_t dim, int64_t i) {
-  Layout o = l;
-  o.offset += i * l.strides[dim];
-  o.shape.erase(o.shape.begin() + dim);
-  o.strides.erase(o.strides.begin() + dim);
-  return o;
-}
-
 IndexWalk gather_walk(const DeviceData& target, const DeviceData& other, const DeviceData& index,
                       int64_t dim) {
   IndexWalk w;
@@ -132,6 +213,7 @@ IndexWalk gather_walk(const DeviceData& target, const DeviceData& other, const D
   if (w.other.empty()) w.other = {0};
   w.dstride = w.target[dim];
   w.target[dim] = 0;
+  w.size = indexed_size(target, dim);
   return w;
 }
 
@@ -146,6 +228,7 @@ IndexWalk along_dim_walk(const DeviceData& target, const DeviceData& other,
   w.target[dim] = 0;
   w.index.assign(w.shape.size(), 0);
   w.index[dim] = index.layout.shape.empty() ? 0 : index.layout.strides[0];
+  w.size = target.layout.shape[dim];
   return w;
 }
 

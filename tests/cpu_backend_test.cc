@@ -583,6 +583,33 @@ TEST(CpuIndex, IndexPutDuplicatesLastWins) {
   EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{0, 6, 7}));
 }
 
+// The walks of the index primitives: whole slices per index along a middle dim (index_add,
+// repeated indices accumulate), rows of a 2-D put (the last duplicate wins), and a broadcast
+// (stride 0) index, one element per index.
+TEST(CpuIndex, SliceWalksAndBroadcastIndex) {
+  Builder b;
+  int x = b.input(kFloat32, {2, 3, 2}), i = b.input(kInt32, {3});
+  int src = b.input(kFloat32, {2, 3, 2});
+  int base = b.input(kFloat32, {3, 2}), pi = b.input(kInt64, {3});
+  int vals = b.input(kFloat32, {3, 2});
+  int gx = b.input(kFloat32, {2, 3}), gi = b.input(kInt64, {2, 2});
+  int ia = b.op(OpId::kIndexAdd, {x, i, src}, DimAttrs{.dim = 1});
+  int ip = b.op(OpId::kIndexPut, {base, pi, vals});
+  int g = b.op(OpId::kGather, {gx, gi}, DimAttrs{.dim = 1});
+  std::vector<F> hundreds(12);
+  for (int k = 0; k < 12; ++k) hundreds[k] = static_cast<F>(100 + k);
+  DeviceData bcast = with_layout(make<int64_t>({1, 2}, {2, 0}), Layout{{2, 2}, {0, 1}, 0});
+  auto out = b.run({ia, ip, g},
+                   {make<F>({2, 3, 2}, iota_vec<F>(12)), make<int32_t>({3}, {2, 0, 2}),
+                    make<F>({2, 3, 2}, hundreds), make<F>({3, 2}, {0, 0, 0, 0, 0, 0}),
+                    make<int64_t>({3}, {1, 1, -1}), make<F>({3, 2}, {1, 2, 3, 4, 5, 6}),
+                    make<F>({2, 3}, iota_vec<F>(6)), bcast});
+  EXPECT_EQ(values<F>(out[0]),
+            (std::vector<F>{102, 104, 2, 3, 208, 211, 114, 116, 8, 9, 226, 229}));
+  EXPECT_EQ(values<F>(out[1]), (std::vector<F>{0, 0, 3, 4, 5, 6}));
+  EXPECT_EQ(values<F>(out[2]), (std::vector<F>{2, 0, 5, 3}));
+}
+
 TEST(CpuIndex, OutOfRangeIndexIsAnError) {
   Builder b;
   int x = b.input(kFloat32, {5, 2}), i = b.input(kInt64, {2});

@@ -93,9 +93,9 @@ std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
 absl::Status run_reduce(Env& env, const Instr& in);
 absl::Status run_matmul(Env& env, const Instr& in);
 // View, Scatter, Index and Shape categories (structural.cc: lazy/structural.h's rules
-// with the index kernels of index.cc).
+// with the index primitives of index.cc).
 absl::Status run_structural(Env& env, const Instr& in);
-extern const lazy::IndexKernels<Env> kIndexKernels;
+extern const lazy::IndexPrimitives<Env> kIndexPrimitives;
 absl::Status run_factory(Env& env, const Instr& in);
 
 }  // namespace sloth::cpu

@@ -1,5 +1,5 @@
 // Views, scatters, concatenation, clone and the index ops: the shared structural rules
-// (lazy/structural.h) over the CPU's strided copies, with the index kernels of index.cc.
+// (lazy/structural.h) over the CPU's strided copies, with the index primitives of index.cc.
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "lazy/structural.h"
@@ -14,8 +14,9 @@ DeviceData make_contiguous(Env& env, const DeviceData& x, DType dtype) {
 }
 
 absl::Status run_structural(Env& env, const Instr& in) {
-  lazy::StructuralOf<Env, make_contiguous, cpu::copy_into> s(env, "cpu backend");
-  return lazy::run_structural(s, env, kIndexKernels, in);
+  lazy::StructuralOf<Env, make_contiguous, cpu::copy_into> s(env, "cpu backend",
+                                                             kIndexPrimitives);
+  return lazy::run_structural(s, in);
 }
 
 }  // namespace sloth::cpu

@@ -31,8 +31,8 @@ absl::Status run_reduce(RunEnv& env, const lazy::Instr& in);
 absl::Status run_matmul(RunEnv& env, const lazy::Instr& in);
 absl::Status run_factory(RunEnv& env, const lazy::Instr& in);
 // View, Scatter, Index and Shape categories: lazy/structural.h's rules
-// (cuda_kernels_structural.cc) with the index kernels of cuda_kernels_index.cc.
+// (cuda_kernels_structural.cc) with the index primitives of cuda_kernels_index.cc.
 absl::Status run_structural(RunEnv& env, const lazy::Instr& in);
-extern const lazy::IndexKernels<RunEnv> kIndexKernels;
+extern const lazy::IndexPrimitives<RunEnv> kIndexPrimitives;
 
 }  // namespace sloth::cuda
