@@ -5,7 +5,10 @@
 #include <numeric>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 #include "core/op_table.h"
 #include "core/view_layout.h"
 
@@ -14,20 +17,33 @@ namespace sloth {
 uint64_t Attrs::hash() const {
   // A cheap order-dependent mix: this runs once per recorded op.
   auto mix = [](uint64_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))); };
+  const AttrSlots& s = slots;
   uint64_t h = 0x84222325cbf29ce4ull;
-  if (dims.empty() && dims2.empty() && !(i0 | i1 | i2 | i3) && f0 == 0 && !flag)
+  if (dims.empty() && s.dims2.empty() && !(s.i0 | s.i1 | s.i2 | s.i3) && s.f0 == 0 && !s.flag)
     return mix(h, static_cast<uint64_t>(dtype));  // most elementwise ops: no attributes
   for (int64_t d : dims) h = mix(h, static_cast<uint64_t>(d));
   h = mix(h, dims.size() | 0x100);
-  for (int64_t d : dims2) h = mix(h, static_cast<uint64_t>(d));
-  h = mix(h, dims2.size() | 0x200);
+  for (int64_t d : s.dims2) h = mix(h, static_cast<uint64_t>(d));
+  h = mix(h, s.dims2.size() | 0x200);
   uint64_t fbits;
-  std::memcpy(&fbits, &f0, sizeof fbits);
-  for (uint64_t v : {static_cast<uint64_t>(i0), static_cast<uint64_t>(i1), static_cast<uint64_t>(i2),
-                     static_cast<uint64_t>(i3), fbits, static_cast<uint64_t>(flag),
-                     static_cast<uint64_t>(dtype)})
+  std::memcpy(&fbits, &s.f0, sizeof fbits);
+  for (uint64_t v : {static_cast<uint64_t>(s.i0), static_cast<uint64_t>(s.i1),
+                     static_cast<uint64_t>(s.i2), static_cast<uint64_t>(s.i3), fbits,
+                     static_cast<uint64_t>(s.flag), static_cast<uint64_t>(dtype)})
     h = mix(h, v);
   return h;
+}
+
+std::string Attrs::debug_string() const {
+  const AttrSlots& s = slots;
+  std::vector<std::string> parts;
+  if (!dims.empty()) parts.push_back("dims=" + shape_str(dims));
+  if (!s.dims2.empty()) parts.push_back("dims2=" + shape_str(s.dims2));
+  if (s.i0 || s.i1 || s.i2 || s.i3)
+    parts.push_back(absl::StrFormat("i=(%d,%d,%d,%d)", s.i0, s.i1, s.i2, s.i3));
+  if (s.f0 != 0) parts.push_back(absl::StrFormat("f=%g", s.f0));
+  if (s.flag) parts.push_back("flag");
+  return absl::StrJoin(parts, " ");
 }
 
 namespace {
@@ -65,6 +81,17 @@ int64_t rank(const TensorMeta& m) { return static_cast<int64_t>(m.shape->size())
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   auto lhs = *std::move(lhs##_or)
 
+// Wraps a negative `dim` of the attrs view V (for a tensor of rank `rank`) in place.
+template <class V>
+absl::StatusOr<int64_t> normalize_dim(const char* op, Attrs& a, int64_t rank) {
+  V v = V::of(a);
+  auto d = wrap_dim(op, v.dim, rank);
+  if (!d.ok()) return d.status();
+  v.dim = *d;
+  v.store(a);
+  return *d;
+}
+
 absl::Status check_arity(OpId op, Metas in) {
   int a = op_info(op).arity;
   if (a >= 0 && static_cast<int>(in.size()) != a)
@@ -95,8 +122,8 @@ absl::Status rule_factory(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   for (int64_t d : a.dims)
     if (d < 0) return invalid("%s: negative size %d in shape %s", op_name(op), d, shape_str(a.dims));
-  if (op == OpId::kRandint && a.i0 >= a.i1)
-    return invalid("randint: low (%d) must be less than high (%d)", a.i0, a.i1);
+  if (auto r = RandintAttrs::of(a); op == OpId::kRandint && r.low >= r.high)
+    return invalid("randint: low (%d) must be less than high (%d)", r.low, r.high);
   if ((op == OpId::kRand || op == OpId::kRandn) && !is_floating(a.dtype))
     return invalid("%s: dtype must be floating point, got %s", op_name(op), dtype_name(a.dtype));
   out->shape.assign(a.dims.begin(), a.dims.end());
@@ -206,11 +233,12 @@ absl::Status reduce_shape(OpId op, const TensorMeta& m, Attrs& a, OutputMeta* ou
   if (dims.empty())  // {} means every dim
     for (int64_t d = 0; d < rank(m); ++d) dims.push_back(d);
   a.dims.assign(dims.begin(), dims.end());
+  const bool keepdim = ReduceAttrs::of(a).keepdim;
   out->shape.clear();
   for (int64_t d = 0; d < rank(m); ++d) {
     bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
     if (!reduced) out->shape.push_back((*m.shape)[d]);
-    else if (a.flag) out->shape.push_back(1);
+    else if (keepdim) out->shape.push_back(1);
   }
   return absl::OkStatus();
 }
@@ -233,8 +261,7 @@ absl::Status rule_reduce_same(OpId op, Metas in, Attrs& a, OutputMeta* out) {
 }
 absl::Status rule_reduce_arg(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
-  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i0, rank(in[0])));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<ArgReduceAttrs>(op_name(op).data(), a, rank(in[0])));
   a.dims.clear();
   if (rank(in[0]) > 0) a.dims.push_back(d);
   SLOTH_RETURN_IF_ERROR(rule_reduce_same(op, in, a, out));
@@ -329,12 +356,11 @@ absl::Status rule_squeeze(OpId op, Metas in, Attrs& a, OutputMeta* out) { return
 absl::Status rule_unsqueeze(OpId op, Metas in, Attrs& a, OutputMeta* out) { return from_view(op, in, a, out); }
 absl::Status rule_split(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
-  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i1, rank(in[0])));
+  SLOTH_RETURN_IF_ERROR(normalize_dim<SplitAttrs>(op_name(op).data(), a, rank(in[0])).status());
   if (rank(in[0]) == 0) return invalid("%s: cannot split a 0-dim tensor", op_name(op));
-  a.i1 = d;
-  if (a.i0 <= 0)
+  if (int64_t n = SplitAttrs::of(a).size_or_n; n <= 0)
     return invalid("%s: %s must be positive, got %d", op_name(op),
-                   op == OpId::kSplit ? "split size" : "number of chunks", a.i0);
+                   op == OpId::kSplit ? "split size" : "number of chunks", n);
   out->shape = *in[0].shape;
   out->dtype = in[0].dtype;
   return absl::OkStatus();
@@ -364,8 +390,7 @@ absl::Status rule_index_select(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
   if (rank(in[1]) > 1) return invalid("index_select: index must be 0-D or 1-D, got %s", sh(in[1]));
-  ASSIGN_OR_RETURN(d, wrap_dim("index_select", a.i0, rank(in[0])));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<DimAttrs>("index_select", a, rank(in[0])));
   out->shape = *in[0].shape;
   if (!out->shape.empty()) out->shape[d] = numel(*in[1].shape);
   out->dtype = in[0].dtype;
@@ -374,8 +399,7 @@ absl::Status rule_index_select(OpId op, Metas in, Attrs& a, OutputMeta* out) {
 absl::Status rule_gather(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
-  ASSIGN_OR_RETURN(d, wrap_dim("gather", a.i0, rank(in[0])));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<DimAttrs>("gather", a, rank(in[0])));
   if (rank(in[1]) != rank(in[0]))
     return invalid("gather: index %s must have the same rank as input %s", sh(in[1]), sh(in[0]));
   for (int64_t i = 0; i < rank(in[0]); ++i)
@@ -388,8 +412,7 @@ absl::Status rule_gather(OpId op, Metas in, Attrs& a, OutputMeta* out) {
 absl::Status rule_scatter_add(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
-  ASSIGN_OR_RETURN(d, wrap_dim("scatter_add", a.i0, rank(in[0])));
-  a.i0 = d;
+  SLOTH_RETURN_IF_ERROR(normalize_dim<DimAttrs>("scatter_add", a, rank(in[0])).status());
   if (*in[1].shape != *in[2].shape || rank(in[1]) != rank(in[0]))
     return invalid("scatter_add: index %s and src %s must have the same shape and the rank of "
                    "base %s",
@@ -403,8 +426,7 @@ absl::Status rule_index_add(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(need_index(op, in[1]));
   if (rank(in[1]) > 1) return invalid("index_add: index must be 1-D, got %s", sh(in[1]));
-  ASSIGN_OR_RETURN(d, wrap_dim("index_add", a.i0, rank(in[0])));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<DimAttrs>("index_add", a, rank(in[0])));
   Shape want = *in[0].shape;
   if (!want.empty()) want[d] = numel(*in[1].shape);
   if (*in[2].shape != want || in[0].dtype != in[2].dtype)
@@ -434,9 +456,10 @@ absl::Status rule_index_put(OpId op, Metas in, Attrs&, OutputMeta* out) {
 absl::Status rule_one_hot(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   if (in[0].dtype != DType::kInt64) return invalid("one_hot: indices must be int64, got %s", dtype_name(in[0].dtype));
-  if (a.i0 <= 0) return invalid("one_hot: num_classes must be positive, got %d", a.i0);
+  const int64_t classes = OneHotAttrs::of(a).num_classes;
+  if (classes <= 0) return invalid("one_hot: num_classes must be positive, got %d", classes);
   out->shape = *in[0].shape;
-  out->shape.push_back(a.i0);
+  out->shape.push_back(classes);
   out->dtype = DType::kInt64;
   return absl::OkStatus();
 }
@@ -444,8 +467,7 @@ absl::Status rule_cat(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   if (in.empty()) return invalid("%s: expects a non-empty list of tensors", op_name(op));
   const Shape& s0 = *in[0].shape;
   if (s0.empty()) return invalid("cat: zero-dimensional tensor (at position 0) cannot be concatenated; use stack");
-  ASSIGN_OR_RETURN(d, wrap_dim("cat", a.i0, static_cast<int64_t>(s0.size())));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<DimAttrs>("cat", a, static_cast<int64_t>(s0.size())));
   out->shape = s0;
   out->shape[d] = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -467,8 +489,7 @@ absl::Status rule_stack(OpId op, Metas in, Attrs& a, OutputMeta* out) {
     if (*in[i].shape != *in[0].shape)
       return invalid("stack: all tensors must have the same shape; tensor 0 is %s, tensor %d is %s",
                      sh(in[0]), static_cast<int64_t>(i), sh(in[i]));
-  ASSIGN_OR_RETURN(d, wrap_dim("stack", a.i0, rank(in[0]) + 1));
-  a.i0 = d;
+  ASSIGN_OR_RETURN(d, normalize_dim<DimAttrs>("stack", a, rank(in[0]) + 1));
   out->shape = *in[0].shape;
   out->shape.insert(out->shape.begin() + d, static_cast<int64_t>(in.size()));
   out->dtype = result_type(in);
@@ -481,8 +502,7 @@ absl::Status rule_clone(OpId op, Metas in, Attrs&, OutputMeta* out) {
 // ---- composites --------------------------------------------------------------------------------
 absl::Status rule_softmax(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
-  ASSIGN_OR_RETURN(d, wrap_dim(op_name(op).data(), a.i0, rank(in[0])));
-  a.i0 = d;
+  SLOTH_RETURN_IF_ERROR(normalize_dim<DimAttrs>(op_name(op).data(), a, rank(in[0])).status());
   return unary(op, in, out, is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat);
 }
 absl::Status rule_nll(OpId op, Metas in, Attrs&, OutputMeta* out) {
@@ -513,8 +533,8 @@ absl::Status rule_pair_loss(OpId op, Metas in, Attrs&, OutputMeta* out) {
 }
 absl::Status rule_dropout(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
-  if (!(a.f0 >= 0 && a.f0 <= 1))
-    return invalid("dropout: probability has to be between 0 and 1, but got %g", a.f0);
+  if (double p = DropoutAttrs::of(a).p; !(p >= 0 && p <= 1))
+    return invalid("dropout: probability has to be between 0 and 1, but got %g", p);
   SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
   return unary(op, in, out, in[0].dtype);
 }
@@ -598,8 +618,7 @@ absl::Status rule_inplace_unary(OpId op, Metas in, Attrs&, OutputMeta* out) {
 }
 absl::Status rule_inplace_binary(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
-  OpId fn = op == OpId::kAdd_ ? OpId::kAdd : op == OpId::kSub_ ? OpId::kSub
-          : op == OpId::kMul_ ? OpId::kMul : OpId::kDiv;
+  const OpId fn = *op_info(op).facts.functional;
   SLOTH_RETURN_IF_ERROR(fits_self(op, in[0], in.subspan(1), in[0].dtype));  // names op_
   OutputMeta r;
   SLOTH_RETURN_IF_ERROR(infer(fn, in, a, &r));

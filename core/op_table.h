@@ -33,7 +33,22 @@ enum class OpCategory : uint8_t {
 };
 enum class AliasKind : uint8_t { Fresh, ViewOf, InplaceOf };
 enum class GradKind : uint8_t { Formula, Decomposed, None };
-enum class ApiKind : uint8_t { Fn, Custom };
+// The signature kind of an op's public function and method (core/ops.def, sloth/op_api.h).
+enum class ApiKind : uint8_t { Fn, DimFn, ListDim, ReduceFn, ArgFn, Custom };
+
+// What an op's backward node keeps of a tensor (PyTorch 1.13's saved variables,
+// ../shared/notes/SAVED_TENSORS.md). Value: sloth's formula reads it. Check: PyTorch saves it,
+// so an in-place write to it after the op makes backward fail. Composite ops list checks
+// only (their parts keep the values).
+enum class Save : uint8_t { None, Value, Check, Both };
+struct SavedArg {
+  Save save = Save::None;
+  int8_t if_needs = -1;  // >= 0: saved only when that input requires grad (mul: self<other>)
+};
+struct SavedSet {
+  SavedArg args[3] = {};  // operands 0..2
+  Save result = Save::None;
+};
 
 // Per-op facts every layer reads from the table instead of keeping its own list.
 struct OpFacts {
@@ -42,6 +57,7 @@ struct OpFacts {
   std::optional<OpId> functional;  // Inplace ops: the out-of-place op written back to operand 0
   std::optional<OpId> inverse;     // View ops: the Scatter op writing through their window;
                                    // Scatter ops: that view
+  SavedSet saves;  // what backward saves; the dynamic cases are code (sloth/saved_tensors.cc)
 };
 
 // What a rule sees of an operand.

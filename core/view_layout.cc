@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/op_attrs.h"
 
 namespace sloth {
 namespace {
@@ -68,55 +69,72 @@ absl::StatusOr<Shape> view_shape(OpId op, const Shape& in, Attrs& a) {
       a.dims.assign(s.begin(), s.end());
       return s;
     }
-    case OpId::kSlice: case OpId::kNarrow: {
+    case OpId::kNarrow: {
       if (r == 0) return invalid("%s: cannot slice a 0-dim tensor", name);
-      auto d = wrap_dim(name, a.i0, r);
+      auto v = NarrowAttrs::of(a);
+      auto d = wrap_dim(name, v.dim, r);
       if (!d.ok()) return d.status();
-      a.i0 = *d;
       int64_t size = in[*d];
-      if (op == OpId::kNarrow) {
-        int64_t start = a.i1 < 0 ? a.i1 + size : a.i1;
-        if (start < 0 || start > size || a.i2 < 0 || start + a.i2 > size)
-          return invalid("narrow: start %d with length %d is out of range for dim %d of size %d",
-                         a.i1, a.i2, *d, size);
-        a.i1 = start;
-        Shape s = in;
-        s[*d] = a.i2;
-        return s;
-      }
-      if (a.i3 <= 0) return invalid("slice: step must be positive, got %d", a.i3);
-      int64_t start = a.i1 < 0 ? a.i1 + size : a.i1, end = a.i2 < 0 ? a.i2 + size : a.i2;
+      int64_t start = v.start < 0 ? v.start + size : v.start;
+      if (start < 0 || start > size || v.length < 0 || start + v.length > size)
+        return invalid("narrow: start %d with length %d is out of range for dim %d of size %d",
+                       v.start, v.length, *d, size);
+      v.dim = *d;
+      v.start = start;
+      v.store(a);
+      Shape s = in;
+      s[*d] = v.length;
+      return s;
+    }
+    case OpId::kSlice: {
+      if (r == 0) return invalid("%s: cannot slice a 0-dim tensor", name);
+      auto v = SliceAttrs::of(a);
+      auto d = wrap_dim(name, v.dim, r);
+      if (!d.ok()) return d.status();
+      v.dim = *d;
+      v.store(a);  // the dim is normalized even when the step is then refused
+      int64_t size = in[*d];
+      if (v.step <= 0) return invalid("slice: step must be positive, got %d", v.step);
+      int64_t start = v.start < 0 ? v.start + size : v.start;
+      int64_t end = v.end < 0 ? v.end + size : v.end;
       start = std::clamp<int64_t>(start, 0, size);
       end = std::clamp<int64_t>(end, start, size);
-      a.i1 = start;
-      a.i2 = end;
+      v.start = start;
+      v.end = end;
+      v.store(a);
       Shape s = in;
-      s[*d] = (end - start + a.i3 - 1) / a.i3;
+      s[*d] = (end - start + v.step - 1) / v.step;
       return s;
     }
     case OpId::kSelect: {
       if (r == 0) return invalid("select: cannot select from a 0-dim tensor");
-      auto d = wrap_dim(name, a.i0, r);
+      auto v = SelectAttrs::of(a);
+      auto d = wrap_dim(name, v.dim, r);
       if (!d.ok()) return d.status();
-      a.i0 = *d;
+      v.dim = *d;
+      v.store(a);
       int64_t size = in[*d];
-      if (a.i1 < -size || a.i1 >= size)
-        return invalid("select: index %d is out of range for dim %d of size %d (tensor %s)", a.i1,
-                       *d, size, shape_str(in));
-      if (a.i1 < 0) a.i1 += size;
+      if (v.index < -size || v.index >= size)
+        return invalid("select: index %d is out of range for dim %d of size %d (tensor %s)",
+                       v.index, *d, size, shape_str(in));
+      if (v.index < 0) v.index += size;
+      v.store(a);
       Shape s = in;
       s.erase(s.begin() + *d);
       return s;
     }
     case OpId::kDiagonal: {
       if (r < 2) return invalid("diagonal: needs at least 2 dims, got %s", shape_str(in));
-      auto d0 = wrap_dim(name, a.i1, r), d1 = wrap_dim(name, a.i2, r);
+      auto v = DiagonalAttrs::of(a);
+      auto d0 = wrap_dim(name, v.dim1, r), d1 = wrap_dim(name, v.dim2, r);
       if (!d0.ok()) return d0.status();
       if (!d1.ok()) return d1.status();
       if (*d0 == *d1) return invalid("diagonal: dims must differ, both are %d", *d0);
-      a.i1 = *d0;
-      a.i2 = *d1;
-      int64_t n = a.i0 >= 0 ? std::min(in[*d0], in[*d1] - a.i0) : std::min(in[*d0] + a.i0, in[*d1]);
+      v.dim1 = *d0;
+      v.dim2 = *d1;
+      v.store(a);
+      const int64_t off = v.offset;
+      int64_t n = off >= 0 ? std::min(in[*d0], in[*d1] - off) : std::min(in[*d0] + off, in[*d1]);
       Shape s;
       for (int64_t i = 0; i < r; ++i)
         if (i != *d0 && i != *d1) s.push_back(in[i]);
@@ -124,31 +142,35 @@ absl::StatusOr<Shape> view_shape(OpId op, const Shape& in, Attrs& a) {
       return s;
     }
     case OpId::kAsStrided: {
-      if (a.dims.size() != a.dims2.size())
+      const auto v = AsStridedAttrs::of(a);
+      if (v.size.size() != v.stride.size())
         return invalid("as_strided: size %s and stride %s must have the same length",
-                       shape_str(a.dims), shape_str(a.dims2));
-      int64_t last = a.i0;
+                       shape_str(v.size), shape_str(v.stride));
+      int64_t last = v.offset;
       bool empty = false;
-      for (size_t i = 0; i < a.dims.size(); ++i) {
-        if (a.dims[i] < 0 || a.dims2[i] < 0)
-          return invalid("as_strided: negative size or stride in %s / %s", shape_str(a.dims), shape_str(a.dims2));
-        if (a.dims[i] == 0) empty = true;
-        last += (a.dims[i] - 1) * a.dims2[i];
+      for (size_t i = 0; i < v.size.size(); ++i) {
+        if (v.size[i] < 0 || v.stride[i] < 0)
+          return invalid("as_strided: negative size or stride in %s / %s", shape_str(v.size),
+                         shape_str(v.stride));
+        if (v.size[i] == 0) empty = true;
+        last += (v.size[i] - 1) * v.stride[i];
       }
-      if (a.i0 < 0) return invalid("as_strided: negative storage offset %d", a.i0);
+      if (v.offset < 0) return invalid("as_strided: negative storage offset %d", v.offset);
       if (!empty && last >= numel(in))
         return invalid("as_strided: size %s, stride %s and offset %d reach element %d, but the "
                        "storage has only %d elements",
-                       shape_str(a.dims), shape_str(a.dims2), a.i0, last, numel(in));
-      return Shape(a.dims.begin(), a.dims.end());
+                       shape_str(v.size), shape_str(v.stride), v.offset, last, numel(in));
+      return Shape(v.size.begin(), v.size.end());
     }
     case OpId::kFlatten: {
-      auto s0 = wrap_dim(name, a.i0, r), s1 = wrap_dim(name, a.i1, r);
+      auto v = FlattenAttrs::of(a);
+      auto s0 = wrap_dim(name, v.start_dim, r), s1 = wrap_dim(name, v.end_dim, r);
       if (!s0.ok()) return s0.status();
       if (!s1.ok()) return s1.status();
       if (*s0 > *s1) return invalid("flatten: start_dim %d comes after end_dim %d", *s0, *s1);
-      a.i0 = *s0;
-      a.i1 = *s1;
+      v.start_dim = *s0;
+      v.end_dim = *s1;
+      v.store(a);
       if (r == 0) return Shape{1};
       Shape s(in.begin(), in.begin() + *s0);
       int64_t m = 1;
@@ -158,11 +180,13 @@ absl::StatusOr<Shape> view_shape(OpId op, const Shape& in, Attrs& a) {
       return s;
     }
     case OpId::kTranspose: {
-      auto d0 = wrap_dim(name, a.i0, r), d1 = wrap_dim(name, a.i1, r);
+      auto v = TransposeAttrs::of(a);
+      auto d0 = wrap_dim(name, v.dim0, r), d1 = wrap_dim(name, v.dim1, r);
       if (!d0.ok()) return d0.status();
       if (!d1.ok()) return d1.status();
-      a.i0 = *d0;
-      a.i1 = *d1;
+      v.dim0 = *d0;
+      v.dim1 = *d1;
+      v.store(a);
       Shape s = in;
       if (r > 0) std::swap(s[*d0], s[*d1]);
       return s;
@@ -174,7 +198,7 @@ absl::StatusOr<Shape> view_shape(OpId op, const Shape& in, Attrs& a) {
     }
     case OpId::kSqueeze: {
       Shape s;
-      if (a.flag) {
+      if (SqueezeAttrs::of(a).all) {
         for (int64_t d : in) if (d != 1) s.push_back(d);
         return s;
       }
@@ -186,9 +210,11 @@ absl::StatusOr<Shape> view_shape(OpId op, const Shape& in, Attrs& a) {
       return s;
     }
     case OpId::kUnsqueeze: {
-      auto d = wrap_dim(name, a.i0, r + 1);
+      auto v = DimAttrs::of(a);
+      auto d = wrap_dim(name, v.dim, r + 1);
       if (!d.ok()) return d.status();
-      a.i0 = *d;
+      v.dim = *d;
+      v.store(a);
       Shape s = in;
       s.insert(s.begin() + *d, 1);
       return s;
@@ -220,41 +246,48 @@ std::optional<Layout> apply_view(OpId op, const Attrs& a, const Layout& in) {
       out.strides = broadcast_strides(in.shape, in.strides, out.shape);
       return out;
     }
-    case OpId::kSlice:
+    case OpId::kSlice: {
+      const auto v = SliceAttrs::of(a);
       out.shape = in.shape;
       out.strides = in.strides;
-      out.shape[a.i0] = (a.i2 - a.i1 + a.i3 - 1) / a.i3;
-      out.strides[a.i0] *= a.i3;
-      out.offset += a.i1 * in.strides[a.i0];
+      out.shape[v.dim] = (v.end - v.start + v.step - 1) / v.step;
+      out.strides[v.dim] *= v.step;
+      out.offset += v.start * in.strides[v.dim];
       return out;
-    case OpId::kSelect:
+    }
+    case OpId::kSelect: {
+      const auto v = SelectAttrs::of(a);
       out.shape = in.shape;
       out.strides = in.strides;
-      out.offset += a.i1 * in.strides[a.i0];
-      out.shape.erase(out.shape.begin() + a.i0);
-      out.strides.erase(out.strides.begin() + a.i0);
+      out.offset += v.index * in.strides[v.dim];
+      out.shape.erase(out.shape.begin() + v.dim);
+      out.strides.erase(out.strides.begin() + v.dim);
       return out;
+    }
     case OpId::kDiagonal: {
-      int64_t d0 = a.i1, d1 = a.i2;
+      const auto v = DiagonalAttrs::of(a);
+      const int64_t d0 = v.dim1, d1 = v.dim2, off = v.offset;
       for (size_t i = 0; i < in.shape.size(); ++i) {
         if (static_cast<int64_t>(i) == d0 || static_cast<int64_t>(i) == d1) continue;
         out.shape.push_back(in.shape[i]);
         out.strides.push_back(in.strides[i]);
       }
-      int64_t n = a.i0 >= 0 ? std::min(in.shape[d0], in.shape[d1] - a.i0)
-                            : std::min(in.shape[d0] + a.i0, in.shape[d1]);
+      int64_t n = off >= 0 ? std::min(in.shape[d0], in.shape[d1] - off)
+                           : std::min(in.shape[d0] + off, in.shape[d1]);
       n = std::max<int64_t>(n, 0);
-      if (n > 0) out.offset += a.i0 >= 0 ? a.i0 * in.strides[d1] : -a.i0 * in.strides[d0];
+      if (n > 0) out.offset += off >= 0 ? off * in.strides[d1] : -off * in.strides[d0];
       out.shape.push_back(n);
       out.strides.push_back(in.strides[d0] + in.strides[d1]);
       return out;
     }
-    case OpId::kAsStrided:
+    case OpId::kAsStrided: {
       if (!is_contiguous(in.shape, in.strides)) return std::nullopt;
-      out.shape.assign(a.dims.begin(), a.dims.end());
-      out.strides.assign(a.dims2.begin(), a.dims2.end());
-      out.offset = in.offset + a.i0;
+      const auto v = AsStridedAttrs::of(a);
+      out.shape.assign(v.size.begin(), v.size.end());
+      out.strides.assign(v.stride.begin(), v.stride.end());
+      out.offset = in.offset + v.offset;
       return out;
+    }
     default:
       return std::nullopt;
   }
@@ -273,29 +306,43 @@ PrimitiveView lower_view(OpId op, const Shape& in, const Attrs& a) {
     case OpId::kTranspose: case OpId::kT: {
       p.op = OpId::kPermute;
       for (int64_t i = 0; i < r; ++i) p.attrs.dims.push_back(i);
-      if (op == OpId::kTranspose && r > 0) std::swap(p.attrs.dims[a.i0], p.attrs.dims[a.i1]);
+      if (op == OpId::kTranspose && r > 0) {
+        const auto v = TransposeAttrs::of(a);
+        std::swap(p.attrs.dims[v.dim0], p.attrs.dims[v.dim1]);
+      }
       if (op == OpId::kT && r == 2) std::swap(p.attrs.dims[0], p.attrs.dims[1]);
       return p;
     }
-    case OpId::kNarrow:
+    case OpId::kNarrow: {
+      const auto v = NarrowAttrs::of(a);
       p.op = OpId::kSlice;
-      p.attrs.i0 = a.i0;
-      p.attrs.i1 = a.i1;
-      p.attrs.i2 = a.i1 + a.i2;
-      p.attrs.i3 = 1;
+      p.attrs = SliceAttrs{.dim = v.dim, .start = v.start, .end = v.start + v.length, .step = 1};
       return p;
+    }
     default:
       return {op, a};
   }
 }
 
 std::optional<OpId> view_of_scatter(OpId scatter) {
-  switch (scatter) {
-    case OpId::kSliceScatter: return OpId::kSlice;
-    case OpId::kSelectScatter: return OpId::kSelect;
-    case OpId::kDiagonalScatter: return OpId::kDiagonal;
-    case OpId::kAsStridedScatter: return OpId::kAsStrided;
-    default: return std::nullopt;
+  if (op_info(scatter).category != OpCategory::Scatter) return std::nullopt;
+  return op_info(scatter).facts.inverse;
+}
+
+ViewInverse inverse_of_view(OpId view, const Attrs& attrs, const Shape& in_shape) {
+  if (std::optional<OpId> scatter = op_info(view).facts.inverse) return {*scatter, attrs, true};
+  Attrs a;
+  switch (view) {
+    case OpId::kPermute:
+      a.dims.resize(attrs.dims.size());
+      for (size_t i = 0; i < attrs.dims.size(); ++i)
+        a.dims[attrs.dims[i]] = static_cast<int64_t>(i);
+      return {OpId::kPermute, a, false};
+    case OpId::kReshape: case OpId::kExpand:
+      a.dims.assign(in_shape.begin(), in_shape.end());
+      return {OpId::kReshape, a, false};
+    default:
+      fail("internal: %s is not a primitive view op (no inverse)", op_name(view));
   }
 }
 

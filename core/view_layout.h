@@ -36,8 +36,22 @@ struct PrimitiveView {
 };
 PrimitiveView lower_view(OpId op, const Shape& in, const Attrs& attrs);
 
-// The view a scatter op writes through (SliceScatter -> Slice, SelectScatter -> Select,
-// DiagonalScatter -> Diagonal, AsStridedScatter -> AsStrided); nullopt for other ops.
+// The view a scatter op writes through (SliceScatter -> Slice, ...: the table's `.inverse`);
+// nullopt for other ops.
 std::optional<OpId> view_of_scatter(OpId scatter);
+
+// How a value written into the result of a primitive view step goes back into the step's
+// input. Slice, Select, Diagonal and AsStrided name their Scatter op in the table (`.inverse`),
+// which takes (input, src). Reshape, Permute and Expand have no scatter: their inverse is a
+// view of src alone, computed from the step (the reshape back to the input shape, the inverse
+// permutation). For Expand that reshape is only right when the expand broadcasts nothing
+// (numel unchanged); callers that must sum over broadcast elements (gradients) use sum_to.
+// Functionalization, the view derivatives and view autograd all use this one function.
+struct ViewInverse {
+  OpId op;
+  Attrs attrs;
+  bool scatter;  // op takes (input, src); otherwise (src)
+};
+ViewInverse inverse_of_view(OpId view, const Attrs& attrs, const Shape& in_shape);
 
 }  // namespace sloth

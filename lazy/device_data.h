@@ -25,6 +25,13 @@ struct DeviceData {
   }
 };
 
+// `d` seen through another layout over the same storage (zero-copy view).
+inline DeviceData with_layout(const DeviceData& d, Layout layout) {
+  DeviceData v = d;
+  v.layout = std::move(layout);
+  return v;
+}
+
 // A fresh contiguous value from `alloc`.
 inline DeviceData allocate_data(Allocator* alloc, const Shape& shape, DType dtype) {
   DeviceData d;

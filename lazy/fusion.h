@@ -11,7 +11,7 @@
 //    epilogue; its operands are always materialized (BLAS reads memory);
 //  - a kernel breaks at matmul inputs, at a value feeding an instruction of a different loop
 //    shape (notably a reduction's result broadcast back over the reduced dims), at views and
-//    at every other op (index, scatter, cat, factories: one kernel each).
+//    at every other op (index, scatter, concatenation, factories: one kernel each).
 // Nothing is ever computed twice: a value needed outside its kernel (another kernel reads it,
 // or it is a graph output) is listed in Kernel::outputs and written to memory by the kernel
 // that computes it, while its in-kernel consumers still read it from registers.

@@ -9,14 +9,8 @@ namespace sloth::lazy {
 namespace {
 
 std::string attrs_str(const Node& n) {
-  const Attrs& a = n.attrs;
-  std::vector<std::string> parts;
-  if (!a.dims.empty()) parts.push_back("dims=" + shape_str(a.dims));
-  if (!a.dims2.empty()) parts.push_back("dims2=" + shape_str(a.dims2));
-  if (a.i0 || a.i1 || a.i2 || a.i3) parts.push_back(absl::StrFormat("i=(%d,%d,%d,%d)", a.i0, a.i1, a.i2, a.i3));
-  if (a.f0 != 0) parts.push_back(absl::StrFormat("f=%g", a.f0));
-  if (a.flag) parts.push_back("flag");
-  return parts.empty() ? "" : "[" + absl::StrJoin(parts, " ") + "]";
+  std::string s = n.attrs.debug_string();
+  return s.empty() ? "" : "[" + s + "]";
 }
 
 std::string operand(const Node* n) {

@@ -5,21 +5,37 @@
 #include <cstdint>
 #include <string>
 
+// Every runtime counter, declared once: X(type, name, label). lazy::Counters below and the
+// public sloth::Metrics (sloth/lazy_api.h) are generated from this list, and so are the copy
+// between them and Metrics::to_string, so adding a counter is one line here.
+#define SLOTH_COUNTERS(X)                                                                     \
+  X(int64_t, ops_traced, "ops traced")                                                        \
+  X(int64_t, graphs_executed, "graphs")                                                       \
+  X(int64_t, plan_cache_hits, "plan cache hits")                                              \
+  X(int64_t, plan_cache_misses, "plan cache misses")                                          \
+  X(int64_t, kernels_launched, "kernels")                                                     \
+  /* CPU: steps run row block by row block with the steps around them (row groups), so        \
+     intermediates stay in cache */                                                           \
+  X(int64_t, row_blocked_steps, "row-blocked steps")                                          \
+  X(int64_t, bytes_allocated, "bytes allocated") /* by kernels' outputs during runs */        \
+  X(int64_t, nodes_executed, "nodes") /* IR nodes in executed graphs */                       \
+  X(int64_t, host_syncs, "host syncs") /* item/to_vector/printing */                          \
+  /* graphs flushed because the pending IR grew past the limit */                             \
+  X(int64_t, auto_flushes, "auto flushes")                                                    \
+  X(double, trace_s, "trace (s)")                                                             \
+  X(double, plan_s, "plan (s)")                                                               \
+  X(double, execute_s, "execute (s)")                                                         \
+  /* why the last plan-cache miss missed, e.g. which shape changed (SLOTH_LOG=plans prints    \
+     each) */                                                                                 \
+  X(std::string, last_miss_reason, "last miss")
+
+// One field of a struct generated from SLOTH_COUNTERS.
+#define SLOTH_COUNTER_FIELD(type, name, label) type name{};
+
 namespace sloth::lazy {
 
 struct Counters {
-  int64_t ops_traced = 0;
-  int64_t graphs_executed = 0;
-  int64_t plan_cache_hits = 0;
-  int64_t plan_cache_misses = 0;
-  int64_t kernels_launched = 0;
-  int64_t row_blocked_steps = 0;  // kernel steps run row-blocked (CPU row groups)
-  int64_t bytes_allocated = 0;
-  int64_t nodes_executed = 0;   // IR nodes in executed graphs
-  int64_t host_syncs = 0;       // item/to_vector/printing
-  int64_t auto_flushes = 0;     // graphs flushed because the pending IR grew past the limit
-  double trace_s = 0, plan_s = 0, execute_s = 0;
-  std::string last_miss_reason;  // why the last plan-cache miss missed (SLOTH_LOG=plans prints each)
+  SLOTH_COUNTERS(SLOTH_COUNTER_FIELD)
 };
 
 Counters& counters();

@@ -3,14 +3,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/op_attrs.h"
 
 namespace sloth::lazy {
 
 DType operand_dtype(const Instr& in, int i) {
+  if (op_info(in.op).facts.compare) return in.attrs.dtype;  // the type the rule compares in
   switch (in.op) {
-    case OpId::kEq: case OpId::kNe: case OpId::kLt: case OpId::kLe: case OpId::kGt:
-    case OpId::kGe:
-      return in.attrs.dtype;
     case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
       return DType::kBool;
     case OpId::kWhere:
@@ -23,7 +22,7 @@ DType operand_dtype(const Instr& in, int i) {
 std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
   if (in.op == OpId::kArgmax || in.op == OpId::kArgmin) {
     if (rank == 0) return {};
-    return {in.attrs.i0};
+    return {ArgReduceAttrs::of(in.attrs).dim};
   }
   return std::vector<int64_t>(in.attrs.dims.begin(), in.attrs.dims.end());
 }

@@ -44,7 +44,7 @@ enum class KernelKind : uint8_t {
   kReduce,       // elementwise prologue, one reduction, elementwise epilogue of its shape
   kMatmul,       // GEMM, optionally with an elementwise epilogue
   kView,         // zero-copy layout change when possible
-  kOther,        // one instruction with its own kernel (index, scatter, cat, factories)
+  kOther,        // one instruction with its own kernel (index, scatter, concatenation, factories)
 };
 
 struct Kernel {

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "lazy/backend.h"
 #include "lazy/graph.h"
 #include "lazy/ir_dump.h"
@@ -49,13 +50,7 @@ PlanCache& cache() {
 int64_t auto_flush_limit = 20000;
 bool in_sync = false;
 
-bool fusion_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLOTH_FUSION");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
+bool fusion_enabled() { return settings().fusion; }
 
 // Why a plan missed the cache: the first instruction that differs from the nearest cached
 // plan (the one sharing the longest prefix), so a user sees which op or shape changed.
@@ -101,13 +96,7 @@ Counters& counters() {
   return c;
 }
 
-bool log_enabled(const char* topic) {
-  static const std::string spec = [] {
-    const char* v = std::getenv("SLOTH_LOG");
-    return std::string(v ? v : "");
-  }();
-  return spec == "all" || spec.find(topic) != std::string::npos;
-}
+bool log_enabled(const char* topic) { return settings().log_on(topic); }
 
 void set_auto_flush_limit(int64_t nodes) { auto_flush_limit = nodes; }
 
@@ -139,8 +128,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     if (log_enabled("plans"))
       std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
                    fresh->plan.describe().c_str());
-    static const bool dump_ir = std::getenv("SLOTH_DUMP_IR") != nullptr;
-    if (dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
+    if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(fresh->plan);
     fresh->exe = backend->compile(fresh->plan);
     cp = fresh.get();

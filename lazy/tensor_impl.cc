@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/op_attrs.h"
+#include "core/view_layout.h"
 
 namespace sloth::lazy {
 namespace {
@@ -18,32 +20,12 @@ struct RegistryLock {
   ~RegistryLock() { registry_lock.clear(std::memory_order_release); }
 };
 
+// Writes `src` back through one view step. An expand that broadcasts is handled by write()
+// before any step is inverted, so here its inverse is a reshape.
 NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
-  switch (step.op) {
-    case OpId::kReshape: {
-      Attrs a;
-      a.dims.assign(step.in_shape.begin(), step.in_shape.end());
-      return make_node(OpId::kReshape, {src}, a);
-    }
-    case OpId::kPermute: {
-      Attrs a;
-      a.dims.resize(step.attrs.dims.size());
-      for (size_t i = 0; i < step.attrs.dims.size(); ++i) a.dims[step.attrs.dims[i]] = i;
-      return make_node(OpId::kPermute, {src}, a);
-    }
-    case OpId::kSlice: return make_node(OpId::kSliceScatter, {base, src}, step.attrs);
-    case OpId::kSelect: return make_node(OpId::kSelectScatter, {base, src}, step.attrs);
-    case OpId::kDiagonal: return make_node(OpId::kDiagonalScatter, {base, src}, step.attrs);
-    case OpId::kAsStrided: return make_node(OpId::kAsStridedScatter, {base, src}, step.attrs);
-    case OpId::kExpand: {  // an expand that only adds size-1 dims (write() handles the others)
-      Attrs a;
-      a.dims.assign(step.in_shape.begin(), step.in_shape.end());
-      return make_node(OpId::kReshape, {src}, a);
-    }
-    default:
-      fail("internal: no inverse for view op %s (writes through it are rejected earlier)",
-           op_name(step.op));
-  }
+  ViewInverse inv = inverse_of_view(step.op, step.attrs, step.in_shape);
+  if (inv.scatter) return make_node(inv.op, {base, src}, inv.attrs);
+  return make_node(inv.op, {src}, inv.attrs);
 }
 
 constexpr size_t kPoolCap = 1 << 14;
@@ -249,10 +231,8 @@ void TensorImpl::write(NodePtr v) {
     if (s.op == OpId::kExpand && numel(s.in_shape) != numel(s.attrs.dims))
       broadcasts = true;
   if (broadcasts) {
-    Attrs a;
-    a.dims.assign(shape.begin(), shape.end());
-    a.dims2.assign(strides.begin(), strides.end());
-    a.i0 = storage_offset;
+    const Attrs a = AsStridedAttrs{
+        .size = attr_dims(shape), .stride = attr_dims(strides), .offset = storage_offset};
     group->value = make_node(OpId::kAsStridedScatter, {group->value, v}, a);
     ++group->version;
     set_cache(std::move(v), group->version);

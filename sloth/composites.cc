@@ -3,6 +3,7 @@
 // and autograd differentiates them through their parts, so they need no formula of their own.
 #include <cmath>
 
+#include "core/op_attrs.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
 
@@ -22,7 +23,7 @@ int64_t reduced_count(const Tensor& x, const Attrs& a) {
 Tensor as_float(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(kDefaultFloat); }
 
 Tensor mean_impl(In in, const Attrs& a) {
-  Tensor s = sum(in[0], dims_of(a), a.flag);
+  Tensor s = sum(in[0], dims_of(a), MeanAttrs::of(a).keepdim);
   return s / static_cast<double>(reduced_count(in[0], a));
 }
 
@@ -30,8 +31,9 @@ Tensor var_impl(In in, const Attrs& a) {
   const Tensor& x = in[0];
   Tensor m = mean(x, dims_of(a), true);
   Tensor d = x - m;
-  Tensor s = sum(d * d, dims_of(a), a.flag);
-  return s / static_cast<double>(reduced_count(x, a) - (a.i0 != 0 ? 1 : 0));
+  const auto v = VarAttrs::of(a);
+  Tensor s = sum(d * d, dims_of(a), v.keepdim);
+  return s / static_cast<double>(reduced_count(x, a) - (v.unbiased ? 1 : 0));
 }
 
 // sqrt(var), with PyTorch's gradient where the std is 0: zero, not 0 * inf = NaN (ATen masks
@@ -54,7 +56,7 @@ Tensor logsumexp_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
   Tensor m = stability_shift(x, dims_of(a));
   Tensor e = exp(x - m);
-  if (a.flag) return log(sum(e, dims_of(a), true)) + m;
+  if (ReduceAttrs::of(a).keepdim) return log(sum(e, dims_of(a), true)) + m;
   // Reduced without keepdim (not reshaped at the end), so the result is a fresh tensor, not
   // a view: PyTorch's node saves it and checks its version.
   Shape out;
@@ -65,17 +67,19 @@ Tensor logsumexp_impl(In in, const Attrs& a) {
 
 Tensor softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
-  Tensor m = stability_shift(x, {a.i0});
+  const int64_t dim = DimAttrs::of(a).dim;
+  Tensor m = stability_shift(x, {dim});
   Tensor e = exp(x - m);
   // Scaled by the reciprocal of the sum, as ATen's CPU kernel does: one division per row.
-  return e * reciprocal(sum(e, {a.i0}, true));
+  return e * reciprocal(sum(e, {dim}, true));
 }
 
 Tensor log_softmax_impl(In in, const Attrs& a) {
   Tensor x = as_float(in[0]);
-  Tensor m = stability_shift(x, {a.i0});
+  const int64_t dim = DimAttrs::of(a).dim;
+  Tensor m = stability_shift(x, {dim});
   Tensor z = x - m;
-  return z - log(sum(exp(z), {a.i0}, true));
+  return z - log(sum(exp(z), {dim}, true));
 }
 
 Tensor nll_impl(In in, const Attrs&) {
@@ -86,8 +90,7 @@ Tensor nll_impl(In in, const Attrs&) {
 }
 
 Tensor cross_entropy_impl(In in, const Attrs& a) {
-  Attrs ls;
-  ls.i0 = in[0].dim() == 1 ? 0 : 1;
+  const Attrs ls = DimAttrs{.dim = in[0].dim() == 1 ? 0 : 1};
   return nll_impl({log_softmax_impl({in[0]}, ls), in[1]}, a);
 }
 
@@ -103,10 +106,11 @@ Tensor bce_logits_impl(In in, const Attrs&) {
 
 Tensor dropout_impl(In in, const Attrs& a) {
   const Tensor& x = in[0];
-  if (!a.flag || a.f0 == 0) return x;
-  if (a.f0 == 1) return x * 0.0;
-  Tensor keep = rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())) >= a.f0;
-  return x * keep.to(x.dtype()) * (1.0 / (1.0 - a.f0));
+  const auto [p, train] = DropoutAttrs::of(a);
+  if (!train || p == 0) return x;
+  if (p == 1) return x * 0.0;
+  Tensor keep = rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())) >= p;
+  return x * keep.to(x.dtype()) * (1.0 / (1.0 - p));
 }
 
 Tensor layer_norm_impl(In in, const Attrs& a) {
@@ -117,7 +121,7 @@ Tensor layer_norm_impl(In in, const Attrs& a) {
   Tensor m = mean(x, dims, true);
   Tensor c = x - m;
   Tensor v = mean(c * c, dims, true);
-  Tensor y = c * rsqrt(v + a.f0);
+  Tensor y = c * rsqrt(v + LayerNormAttrs::of(a).eps);
   if (in.size() > 1) y = y * in[1];
   if (in.size() > 2) y = y + in[2];
   return y;
@@ -134,8 +138,9 @@ Tensor mm_impl(In in, const Attrs&) { return matmul(in[0], in[1]); }
 Tensor stack_impl(In in, const Attrs& a) {
   std::vector<Tensor> parts;
   parts.reserve(in.size());
-  for (const auto& t : in) parts.push_back(t.unsqueeze(a.i0));
-  return cat(parts, a.i0);
+  const int64_t dim = DimAttrs::of(a).dim;
+  for (const auto& t : in) parts.push_back(t.unsqueeze(dim));
+  return cat(parts, dim);
 }
 
 Tensor embedding_impl(In in, const Attrs&) {

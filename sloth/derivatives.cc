@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
@@ -135,7 +136,7 @@ Grads reduce_grad(const FormulaArgs& a) {
       // product of the nonzeros at the zero, 0 elsewhere; more -> 0 everywhere. Zeros are
       // replaced by 1 before dividing, so no branch computes inf or NaN.
       Attrs keep = a.attrs;
-      keep.flag = true;
+      ReduceAttrs{.dims = a.attrs.dims, .keepdim = true}.store(keep);
       const Tensor zero = x.detach() == 0.0;
       const Tensor safe = where(zero, 1.0, x);
       const Tensor p = call_op(OpId::kProd, {safe}, keep);
@@ -145,7 +146,7 @@ Grads reduce_grad(const FormulaArgs& a) {
     }
     case OpId::kAmax: case OpId::kAmin: {
       Attrs keep = a.attrs;
-      keep.flag = true;
+      ReduceAttrs{.dims = a.attrs.dims, .keepdim = true}.store(keep);
       Tensor m = call_op(a.op, {x.detach()}, keep);
       Tensor hit = (x == m).to(g.dtype());
       Tensor count = sum(hit, Shape(a.attrs.dims.begin(), a.attrs.dims.end()), true);
@@ -184,16 +185,7 @@ Grads view_grad(const FormulaArgs& a) {
   Tensor g = grad(a);
   const Shape& xs = a.input_info[0].shape;
   switch (a.op) {
-    case OpId::kReshape: return {ptr(g.reshape(xs))};
-    case OpId::kPermute: {
-      Shape inv(a.attrs.dims.size());
-      for (size_t i = 0; i < inv.size(); ++i) inv[a.attrs.dims[i]] = static_cast<int64_t>(i);
-      return {ptr(g.permute(inv))};
-    }
-    case OpId::kExpand: return {ptr(sum_to(g, xs))};
-    case OpId::kSlice: return {ptr(call_op(OpId::kSliceScatter, {zeros_for(a, 0), g}, a.attrs))};
-    case OpId::kSelect: return {ptr(call_op(OpId::kSelectScatter, {zeros_for(a, 0), g}, a.attrs))};
-    case OpId::kDiagonal: return {ptr(call_op(OpId::kDiagonalScatter, {zeros_for(a, 0), g}, a.attrs))};
+    case OpId::kExpand: return {ptr(sum_to(g, xs))};  // every broadcast copy adds
     case OpId::kAsStrided: {
       // Windows may overlap: every element of the view adds its gradient to the storage
       // element it reads (index_add over the view's storage indices).
@@ -204,7 +196,13 @@ Grads view_grad(const FormulaArgs& a) {
                               g.reshape({-1}));
       return {ptr(flat.reshape(xs))};
     }
-    default: fail("internal: no view formula for %s", op_name(a.op));
+    default: {
+      // Reshape, Permute: the inverse view of g; Slice, Select, Diagonal: g scattered into
+      // zeros through the table's inverse op.
+      ViewInverse inv = inverse_of_view(a.op, a.attrs, xs);
+      if (inv.scatter) return {ptr(call_op(inv.op, {zeros_for(a, 0), g}, inv.attrs))};
+      return {ptr(call_op(inv.op, {g}, inv.attrs))};
+    }
   }
 }
 
@@ -219,7 +217,7 @@ Grads scatter_grad(const FormulaArgs& a) {
 
 Grads index_grad(const FormulaArgs& a) {
   Tensor g = grad(a);
-  const int64_t dim = a.attrs.i0;
+  const int64_t dim = DimAttrs::of(a.attrs).dim;
   switch (a.op) {
     case OpId::kIndexSelect:
       return {ptr(index_add(zeros_for(a, 0), dim, in(a, 1).reshape({-1}),
@@ -250,10 +248,11 @@ Grads index_grad(const FormulaArgs& a) {
 Grads cat_grad(const FormulaArgs& a) {
   Tensor g = grad(a);
   Grads out(a.input_info.size());
+  const int64_t dim = DimAttrs::of(a.attrs).dim;
   int64_t off = 0;
   for (size_t i = 0; i < a.input_info.size(); ++i) {
-    int64_t n = a.input_info[i].shape[a.attrs.i0];
-    if (a.needs[i]) out[i] = ptr(g.narrow(a.attrs.i0, off, n));
+    int64_t n = a.input_info[i].shape[dim];
+    if (a.needs[i]) out[i] = ptr(g.narrow(dim, off, n));
     off += n;
   }
   return out;

@@ -6,6 +6,7 @@
 #include "absl/container/inlined_vector.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 #include "lazy/metrics.h"
 #include "lazy/scheduler.h"
@@ -111,8 +112,9 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
   Layout logical{xi->shape, xi->strides, xi->storage_offset};
   std::optional<Layout> l;
   if (prim.op == OpId::kAsStrided) {
-    l = Layout{Shape(prim.attrs.dims.begin(), prim.attrs.dims.end()),
-               Strides(prim.attrs.dims2.begin(), prim.attrs.dims2.end()), prim.attrs.i0};
+    const auto v = AsStridedAttrs::of(prim.attrs);
+    l = Layout{Shape(v.size.begin(), v.size.end()), Strides(v.stride.begin(), v.stride.end()),
+               v.offset};
   } else {
     l = apply_view(prim.op, prim.attrs, logical);
   }
@@ -263,19 +265,17 @@ Tensor inplace_result(OpId op, absl::Span<const Tensor> in) {
       r = call_op(OpId::kFull, {wrap_scalar(0)}, a);
       break;
     }
-    case OpId::kAdd_: r = call_op(OpId::kAdd, {self, in[1]}); break;
-    case OpId::kSub_: r = call_op(OpId::kSub, {self, in[1]}); break;
-    case OpId::kMul_: r = call_op(OpId::kMul, {self, in[1]}); break;
-    case OpId::kDiv_: r = call_op(OpId::kDiv, {self, in[1]}); break;
-    case OpId::kClamp_: r = call_op(OpId::kClamp, {self, in[1], in[2]}); break;
-    case OpId::kRelu_: r = call_op(OpId::kRelu, {self}); break;
-    case OpId::kMaskedFill_: r = call_op(OpId::kMaskedFill, {self, in[1], in[2]}); break;
-    case OpId::kIndexPut_: {
+    case OpId::kIndexPut_: {  // the values are stored as self's dtype before indexing
       Tensor v = in[2].dtype() == self.dtype() ? in[2] : in[2].to(self.dtype());
       r = call_op(OpId::kIndexPut, {self, in[1], v});
       break;
     }
-    default: fail("internal: %s is not an in-place op", op_name(op));
+    default: {
+      // add_, mul_, clamp_, relu_, ...: the table's out-of-place op on the same operands.
+      const std::optional<OpId> fn = op_info(op).facts.functional;
+      if (!fn) fail("internal: %s is not an in-place op", op_name(op));
+      r = call_op(*fn, in);
+    }
   }
   if (r.dtype() != self.dtype()) r = r.to(self.dtype());
   return r;
@@ -435,12 +435,13 @@ std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
   TensorMeta m{&x.impl()->shape, x.dtype(), false};
   OutputMeta out;
   throw_if_error(infer(op, {&m, 1}, attrs, &out));
-  const int64_t dim = attrs.i1, size = x.shape()[dim];
-  int64_t piece = op == OpId::kSplit ? attrs.i0 : (size + attrs.i0 - 1) / attrs.i0;
+  const auto v = SplitAttrs::of(attrs);
+  const int64_t dim = v.dim, size = x.shape()[dim];
+  int64_t piece = op == OpId::kSplit ? v.size_or_n : (size + v.size_or_n - 1) / v.size_or_n;
   std::vector<Tensor> parts;
   if (op == OpId::kChunk && size == 0) {
     // As ATen: chunks of an empty dim are `chunks` empty tensors.
-    for (int64_t i = 0; i < attrs.i0; ++i) parts.push_back(x.narrow(dim, 0, 0));
+    for (int64_t i = 0; i < v.size_or_n; ++i) parts.push_back(x.narrow(dim, 0, 0));
     mark_multi_output(parts);
     return parts;
   }

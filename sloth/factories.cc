@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "autograd/grad_mode.h"
+#include "core/op_attrs.h"
 #include "core/range_rule.h"
 #include "lazy/backend.h"
 #include "lazy/tensor_impl.h"
@@ -182,10 +183,9 @@ Tensor randn(Shape shape, TensorOptions o) {
   return finish(random_op(OpId::kRandn, shape, float_or(o), {}), o);
 }
 Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
-  Attrs a;
-  a.i0 = low;
-  a.i1 = high;
-  return finish(random_op(OpId::kRandint, shape, o.has_dtype_ ? o.dtype_ : DType::kInt64, a), o);
+  return finish(random_op(OpId::kRandint, shape, o.has_dtype_ ? o.dtype_ : DType::kInt64,
+                          RandintAttrs{.low = low, .high = high}),
+                o);
 }
 
 Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())); }

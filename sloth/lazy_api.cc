@@ -50,20 +50,9 @@ std::string dump_plan(const std::vector<Tensor>& tensors) {
 Metrics metrics() {
   const auto& c = lazy::counters();
   Metrics m;
-  m.ops_traced = c.ops_traced;
-  m.graphs_executed = c.graphs_executed;
-  m.plan_cache_hits = c.plan_cache_hits;
-  m.plan_cache_misses = c.plan_cache_misses;
-  m.kernels_launched = c.kernels_launched;
-  m.row_blocked_steps = c.row_blocked_steps;
-  m.bytes_allocated = c.bytes_allocated;
-  m.trace_s = c.trace_s;
-  m.plan_s = c.plan_s;
-  m.execute_s = c.execute_s;
-  m.nodes_executed = c.nodes_executed;
-  m.host_syncs = c.host_syncs;
-  m.auto_flushes = c.auto_flushes;
-  m.last_miss_reason = c.last_miss_reason;
+#define SLOTH_COPY_COUNTER(type, name, label) m.name = c.name;
+  SLOTH_COUNTERS(SLOTH_COPY_COUNTER)
+#undef SLOTH_COPY_COUNTER
   AllocatorStats s = cpu_allocator_stats();
   m.os_allocations = s.os_allocations - stats_at_reset().os_allocations;
   m.os_bytes = s.os_bytes - stats_at_reset().os_bytes;
@@ -79,14 +68,26 @@ void reset_metrics() {
 
 void set_auto_flush_limit(int64_t nodes) { lazy::set_auto_flush_limit(nodes); }
 
+namespace {
+void append(std::string& out, const char* label, int64_t v) {
+  absl::StrAppendFormat(&out, "%s %d | ", label, v);
+}
+void append(std::string& out, const char* label, double seconds) {
+  absl::StrAppendFormat(&out, "%s %.6f | ", label, seconds);
+}
+void append(std::string& out, const char* label, const std::string& v) {
+  if (!v.empty()) absl::StrAppendFormat(&out, "%s: %s | ", label, v);
+}
+}  // namespace
+
 std::string Metrics::to_string() const {
-  return absl::StrFormat(
-      "ops traced %d | graphs %d | plan cache %d hits / %d misses | kernels %d | nodes %d | "
-      "host syncs %d | auto flushes %d | trace %.3f ms | plan %.3f ms | execute %.3f ms | OS "
-      "allocations %d (%d bytes), cached %d bytes",
-      ops_traced, graphs_executed, plan_cache_hits, plan_cache_misses, kernels_launched,
-      nodes_executed, host_syncs, auto_flushes, trace_s * 1e3, plan_s * 1e3, execute_s * 1e3, os_allocations,
-      os_bytes, cached_bytes);
+  std::string out;
+#define SLOTH_APPEND_COUNTER(type, name, label) append(out, label, name);
+  SLOTH_COUNTERS(SLOTH_APPEND_COUNTER)
+#undef SLOTH_APPEND_COUNTER
+  absl::StrAppendFormat(&out, "OS allocations %d (%d bytes), cached %d bytes", os_allocations,
+                        os_bytes, cached_bytes);
+  return out;
 }
 
 }  // namespace sloth

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy/metrics.h"
 #include "sloth/tensor.h"
 
 namespace sloth {
@@ -18,25 +19,17 @@ std::string dump_ir(const std::vector<Tensor>& tensors, IrFormat format = IrForm
 // The plan (kernels after fusion) a sync of these tensors would run.
 std::string dump_plan(const std::vector<Tensor>& tensors);
 
+// The runtime counters (each one is listed, with what it counts, in SLOTH_COUNTERS of
+// lazy/metrics.h: ops_traced, graphs_executed, plan_cache_hits, plan_cache_misses,
+// kernels_launched, row_blocked_steps, bytes_allocated, nodes_executed, host_syncs,
+// auto_flushes, trace_s, plan_s, execute_s, last_miss_reason), then the allocator's.
 struct Metrics {
-  int64_t ops_traced = 0;
-  int64_t graphs_executed = 0;
-  int64_t plan_cache_hits = 0;
-  int64_t plan_cache_misses = 0;
-  int64_t kernels_launched = 0;
-  int64_t row_blocked_steps = 0;  // CPU: steps run row block by row block with the steps
-                                  // around them, so intermediates stay in cache
-  int64_t bytes_allocated = 0;   // bytes taken by kernels' outputs during runs
-  double trace_s = 0, plan_s = 0, execute_s = 0;
-  int64_t nodes_executed = 0;
-  int64_t host_syncs = 0;
-  int64_t auto_flushes = 0;
+  SLOTH_COUNTERS(SLOTH_COUNTER_FIELD)
   int64_t os_allocations = 0;    // host blocks taken from the OS (caching allocator misses)
   int64_t os_bytes = 0;
   int64_t cached_bytes = 0;      // host bytes held in the allocator's free lists
   int64_t live_ir_nodes = 0;     // IR nodes alive now, pending or holding data (not reset):
                                  // flat from step to step in a loop that keeps no history
-  std::string last_miss_reason;  // why the last plan-cache miss missed, e.g. which shape changed
   std::string to_string() const;
 };
 Metrics metrics();

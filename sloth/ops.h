@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "sloth/op_api.h"
 #include "sloth/tensor.h"
 
 namespace sloth {
@@ -19,53 +20,53 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Scalar& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
 Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);
-Tensor silu(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor square(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(const Tensor& x);
 
-// ---- reductions: dims may be negative; {} means all dims ----
+// One function per generated row of core/ops.def (its Api column, sloth/op_api.h):
+//   Fn:       Tensor f(const Tensor& x);  f = neg abs exp log log1p sqrt rsqrt sin cos tanh
+//                                         sigmoid relu gelu silu erf square reciprocal sign
+//                                         floor ceil round logical_not
+//             Tensor f(const Tensor& a, const Tensor& b);  f = maximum minimum eq ne lt le gt
+//                                                         ge logical_and logical_or
+//   ReduceFn: Tensor f(const Tensor& x, Shape dims = {}, bool keepdim = false);
+//             f = prod amax amin  (dims may be negative; {} means all dims)
+//   ArgFn:    Tensor f(const Tensor& x, int64_t dim, bool keepdim = false);  f = argmax argmin
+//   DimFn:    Tensor f(const Tensor& x, int64_t dim, const Tensor& index);  f = index_select gather
+//             Tensor f(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+//             f = scatter_add index_add
+//             Tensor f(const Tensor& x, int64_t dim);  f = softmax log_softmax
+//   ListDim:  Tensor f(const std::vector<Tensor>& tensors, int64_t dim = 0);  f = cat stack
+#define SLOTH_API_Fn_Unary(Id, name) Tensor name(const Tensor& x);
+#define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& a, const Tensor& b);
+#define SLOTH_API_DimFn_1(Id, name) Tensor name(const Tensor& x, int64_t dim);
+#define SLOTH_API_DimFn_2(Id, name) Tensor name(const Tensor& x, int64_t dim, const Tensor& index);
+#define SLOTH_API_DimFn_3(Id, name) \
+  Tensor name(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+#define SLOTH_API_ListDim(Id, name) Tensor name(const std::vector<Tensor>& tensors, int64_t dim = 0);
+#define SLOTH_API_ReduceFn(Id, name) Tensor name(const Tensor& x, Shape dims = {}, bool keepdim = false);
+#define SLOTH_API_ArgFn(Id, name) Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
+#define OP SLOTH_API_ROW
+#include "core/ops.def"
+#pragma pop_macro("OP")
+#undef SLOTH_API_Fn_Unary
+#undef SLOTH_API_Fn_Binary
+#undef SLOTH_API_DimFn_1
+#undef SLOTH_API_DimFn_2
+#undef SLOTH_API_DimFn_3
+#undef SLOTH_API_ListDim
+#undef SLOTH_API_ReduceFn
+#undef SLOTH_API_ArgFn
+
+// ---- reductions: dims may be negative; {} means all dims (prod amax amin argmax argmin above) ----
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, Shape dims, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, Shape dims, bool keepdim = false);
-Tensor amax(const Tensor& x, Shape dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& x, Shape dims = {}, bool keepdim = false);
-Tensor prod(const Tensor& x, Shape dims = {}, bool keepdim = false);
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor var(const Tensor& x, Shape dims, bool unbiased = true, bool keepdim = false);
 Tensor std(const Tensor& x, Shape dims, bool unbiased = true, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, Shape dims, bool keepdim = false);
@@ -76,15 +77,7 @@ Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {});
 
-// ---- shape ----
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
-
-// ---- indexing ----
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
-Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+// ---- indexing (index_select gather scatter_add index_add above) ----
 Tensor index_put(const Tensor& base, const Tensor& index, const Tensor& values);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t num_classes);
@@ -99,9 +92,7 @@ Tensor diagonal_scatter(const Tensor& base, const Tensor& src, int64_t offset = 
 Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Shape stride,
                           int64_t offset = 0);
 
-// ---- neural-network functions ----
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+// ---- neural-network functions (softmax log_softmax above) ----
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
 Tensor mse_loss(const Tensor& input, const Tensor& target);

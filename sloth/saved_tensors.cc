@@ -1,6 +1,7 @@
 #include "sloth/saved_tensors.h"
 
 #include "autograd/function.h"
+#include "core/op_attrs.h"
 #include "sloth/view_autograd.h"
 
 namespace sloth::internal {
@@ -48,75 +49,37 @@ uint32_t matmul_copied(absl::Span<const Tensor> in) {
 }  // namespace
 
 SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs) {
-  (void)attrs;
   SavePlan p;
-  auto both = [&](uint32_t m) { p.value |= m; p.check |= m; };
+  // The table's facts (core/ops.def `.saves`)...
+  auto value = [](Save s) { return s == Save::Value || s == Save::Both; };
+  auto check = [](Save s) { return s == Save::Check || s == Save::Both; };
+  const SavedSet& saves = op_info(op).facts.saves;
+  for (int i = 0; i < 3; ++i) {
+    const SavedArg& a = saves.args[i];
+    if (a.if_needs >= 0 && !has(needs, a.if_needs)) continue;
+    if (value(a.save)) p.value |= bit(i);
+    if (check(a.save)) p.check |= bit(i);
+  }
+  p.result_value = value(saves.result);
+  p.result_check = check(saves.result);
+  // ...and what depends on more than the op.
   switch (op) {
-    case OpId::kAbs: case OpId::kLog: case OpId::kLog1p: case OpId::kSin: case OpId::kCos:
-    case OpId::kGelu: case OpId::kSilu: case OpId::kErf: case OpId::kSquare:
-      both(bit(0));
-      break;
-    case OpId::kExp: case OpId::kSqrt: case OpId::kRsqrt: case OpId::kTanh: case OpId::kSigmoid:
-    case OpId::kRelu: case OpId::kReciprocal:
-      p.result_value = p.result_check = true;
-      break;
-    case OpId::kMul:
-      if (has(needs, 1)) both(bit(0));
-      if (has(needs, 0)) both(bit(1));
-      break;
-    case OpId::kDiv:
-      both(bit(1));
-      if (has(needs, 1)) both(bit(0));
-      break;
     case OpId::kPow:
-      both(bit(0));
-      p.value |= bit(1);
-      // pow(Tensor, Tensor) also saves the exponent and the result; pow(Tensor, Scalar) not.
-      if (!in[1].impl()->wrapped_number) {
-        p.check |= bit(1);
-        p.result_check = true;
+      // The table has pow(Tensor, Tensor), which saves self, exponent and result; with a
+      // scalar exponent (pow.Tensor_Scalar) only self is saved, the formula still reads both.
+      if (in[1].impl()->wrapped_number) {
+        p.check &= ~bit(1);
+        p.result_check = false;
       }
       break;
-    case OpId::kMaximum: case OpId::kMinimum: both(bit(0) | bit(1)); break;
-    case OpId::kWhere: both(bit(0)); break;
-    case OpId::kClamp: both(bit(0) | bit(1) | bit(2)); break;
-    case OpId::kProd: case OpId::kAmax: case OpId::kAmin:
-      both(bit(0));
-      p.result_check = true;
+    case OpId::kMatmul: p.check &= ~matmul_copied(in); break;
+    case OpId::kMean:  // PyTorch's mean(x) saves nothing, mean(x, dims) saves x
+      if (MeanAttrs::of(attrs).no_dim_list) p.check &= ~bit(0);
       break;
-    case OpId::kMatmul: {
-      if (has(needs, 1)) both(bit(0));
-      if (has(needs, 0)) both(bit(1));
-      p.check &= ~matmul_copied(in);
+    case OpId::kLayerNorm:  // native_layer_norm saves input, weight and bias: all operands
+      p.check |= in.size() >= 32 ? ~0u : bit(static_cast<int>(in.size())) - 1;
       break;
-    }
-    case OpId::kIndexSelect: case OpId::kIndexPut: both(bit(1)); break;
-    case OpId::kGather:
-      both(bit(1));
-      p.check |= bit(0);
-      break;
-    case OpId::kScatterAdd:
-      if (has(needs, 2)) both(bit(1));
-      break;
-    case OpId::kIndexAdd:
-      if (has(needs, 2)) {
-        both(bit(1));
-        p.check |= bit(2);
-      }
-      break;
-    // Composites: PyTorch's node for the whole op (checks only; the parts keep the values).
-    case OpId::kMean: if (attrs.i3 == 0) p.check |= bit(0); break;  // mean(x) saves nothing
-    case OpId::kVar: p.check |= bit(0); break;
-    case OpId::kStd: case OpId::kLogsumexp: p.check |= bit(0); p.result_check = true; break;
-    case OpId::kSoftmax: case OpId::kLogSoftmax: p.result_check = true; break;
-    case OpId::kNllLoss: case OpId::kMseLoss: case OpId::kBceWithLogits:
-      p.check |= bit(0) | bit(1);
-      break;
-    case OpId::kCrossEntropy: p.check |= bit(1); break;
-    case OpId::kLayerNorm: p.check |= in.size() >= 32 ? ~0u : bit(static_cast<int>(in.size())) - 1; break;
-    case OpId::kEmbedding: p.check |= bit(0) | bit(1); break;
-    case OpId::kMaskedFill: p.check |= bit(1); break;
-    default: break;  // sizes and scalars only (neg, add, sum, views, cat, clone, ...)
+    default: break;
   }
   return p;
 }

@@ -1,7 +1,9 @@
 // What each op's backward node saves, per PyTorch 1.13 (../shared/notes/SAVED_TENSORS.md):
 // the values its formula reads, and the subset PyTorch saves, whose in-place modification
-// after the op makes backward fail. One table for primitives (kept by their OpBackward) and
-// composites (PyTorch's node for the whole op: the checks go on the node of its result).
+// after the op makes backward fail. The facts are the `.saves` column of core/ops.def, for
+// primitives (kept by their OpBackward) and composites (PyTorch's node for the whole op: the
+// checks go on the node of its result); save_plan() adds the cases that depend on more than
+// the op (a scalar exponent, matmul's copied operands, mean(), layer_norm's operand count).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "core/op_attrs.h"
 #include "lazy/backend.h"
 #include "lazy/metrics.h"
 #include "lazy/scheduler.h"
@@ -263,9 +264,7 @@ Attrs dims_attrs(const Shape& dims) {
 Tensor Tensor::view(Shape s) const { return call_op(OpId::kView, {*this}, dims_attrs(s)); }
 Tensor Tensor::reshape(Shape s) const { return call_op(OpId::kReshape, {*this}, dims_attrs(s)); }
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
-  Attrs a;
-  a.i0 = start;
-  a.i1 = end;
+  const Attrs a = FlattenAttrs{.start_dim = start, .end_dim = end};
   // As ATen: flattening a range of one dim returns the tensor itself (the same tensor: a leaf
   // stays a leaf). Bad dims still go through the op's rule for its error.
   const int64_t n = dim();
@@ -275,70 +274,40 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return call_op(OpId::kFlatten, {*this}, a);
 }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  Attrs a;
-  a.i0 = d0;
-  a.i1 = d1;
-  return call_op(OpId::kTranspose, {*this}, a);
+  return call_op(OpId::kTranspose, {*this}, TransposeAttrs{.dim0 = d0, .dim1 = d1});
 }
 Tensor Tensor::t() const { return call_op(OpId::kT, {*this}); }
 Tensor Tensor::permute(Shape dims) const { return call_op(OpId::kPermute, {*this}, dims_attrs(dims)); }
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
-  Attrs a;
-  a.i0 = dim;
-  a.i1 = start;
-  a.i2 = end;
-  a.i3 = step;
-  return call_op(OpId::kSlice, {*this}, a);
+  return call_op(OpId::kSlice, {*this},
+                 SliceAttrs{.dim = dim, .start = start, .end = end, .step = step});
 }
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
-  Attrs a;
-  a.i0 = dim;
-  a.i1 = start;
-  a.i2 = length;
-  return call_op(OpId::kNarrow, {*this}, a);
+  return call_op(OpId::kNarrow, {*this}, NarrowAttrs{.dim = dim, .start = start, .length = length});
 }
 Tensor Tensor::select(int64_t dim, int64_t index) const {
-  Attrs a;
-  a.i0 = dim;
-  a.i1 = index;
-  return call_op(OpId::kSelect, {*this}, a);
+  return call_op(OpId::kSelect, {*this}, SelectAttrs{.dim = dim, .index = index});
 }
 Tensor Tensor::expand(Shape s) const { return call_op(OpId::kExpand, {*this}, dims_attrs(s)); }
 Tensor Tensor::squeeze(int64_t dim) const { return call_op(OpId::kSqueeze, {*this}, dims_attrs({dim})); }
 Tensor Tensor::squeeze() const {
-  Attrs a;
-  a.flag = true;
-  return call_op(OpId::kSqueeze, {*this}, a);
+  return call_op(OpId::kSqueeze, {*this}, SqueezeAttrs{.all = true});
 }
 Tensor Tensor::unsqueeze(int64_t dim) const {
-  Attrs a;
-  a.i0 = dim;
-  return call_op(OpId::kUnsqueeze, {*this}, a);
+  return call_op(OpId::kUnsqueeze, {*this}, DimAttrs{.dim = dim});
 }
 Tensor Tensor::diagonal(int64_t offset, int64_t d0, int64_t d1) const {
-  Attrs a;
-  a.i0 = offset;
-  a.i1 = d0;
-  a.i2 = d1;
-  return call_op(OpId::kDiagonal, {*this}, a);
+  return call_op(OpId::kDiagonal, {*this}, DiagonalAttrs{.offset = offset, .dim1 = d0, .dim2 = d1});
 }
 Tensor Tensor::as_strided(Shape size, Shape stride, int64_t offset) const {
-  Attrs a = dims_attrs(size);
-  a.dims2.assign(stride.begin(), stride.end());
-  a.i0 = offset;
-  return call_op(OpId::kAsStrided, {*this}, a);
+  return call_op(OpId::kAsStrided, {*this},
+                 AsStridedAttrs{.size = attr_dims(size), .stride = attr_dims(stride), .offset = offset});
 }
 std::vector<Tensor> Tensor::split(int64_t size, int64_t dim) const {
-  Attrs a;
-  a.i0 = size;
-  a.i1 = dim;
-  return call_op_list(OpId::kSplit, *this, a);
+  return call_op_list(OpId::kSplit, *this, SplitAttrs{.size_or_n = size, .dim = dim});
 }
 std::vector<Tensor> Tensor::chunk(int64_t n, int64_t dim) const {
-  Attrs a;
-  a.i0 = n;
-  a.i1 = dim;
-  return call_op_list(OpId::kChunk, *this, a);
+  return call_op_list(OpId::kChunk, *this, SplitAttrs{.size_or_n = n, .dim = dim});
 }
 bool Tensor::is_view() const { return need(*this, "is_view").is_view(); }
 Tensor Tensor::base() const { return is_view() ? Tensor(impl()->view_base) : Tensor(); }
@@ -397,26 +366,37 @@ Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return sloth::a
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return sloth::sub(*this, o, alpha); }
 Tensor Tensor::mul(const Tensor& o) const { return sloth::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
-Tensor Tensor::neg() const { return sloth::neg(*this); }
-Tensor Tensor::abs() const { return sloth::abs(*this); }
-Tensor Tensor::exp() const { return sloth::exp(*this); }
-Tensor Tensor::log() const { return sloth::log(*this); }
-Tensor Tensor::log1p() const { return sloth::log1p(*this); }
-Tensor Tensor::sqrt() const { return sloth::sqrt(*this); }
-Tensor Tensor::rsqrt() const { return sloth::rsqrt(*this); }
-Tensor Tensor::sin() const { return sloth::sin(*this); }
-Tensor Tensor::cos() const { return sloth::cos(*this); }
-Tensor Tensor::tanh() const { return sloth::tanh(*this); }
-Tensor Tensor::sigmoid() const { return sloth::sigmoid(*this); }
-Tensor Tensor::relu() const { return sloth::relu(*this); }
-Tensor Tensor::gelu() const { return sloth::gelu(*this); }
-Tensor Tensor::silu() const { return sloth::silu(*this); }
-Tensor Tensor::square() const { return sloth::square(*this); }
-Tensor Tensor::reciprocal() const { return sloth::reciprocal(*this); }
-Tensor Tensor::sign() const { return sloth::sign(*this); }
-Tensor Tensor::floor() const { return sloth::floor(*this); }
-Tensor Tensor::ceil() const { return sloth::ceil(*this); }
-Tensor Tensor::round() const { return sloth::round(*this); }
+// The generated methods (sloth/op_api.h): the free function on *this.
+#define SLOTH_API_Fn_Unary(Id, name) \
+  Tensor Tensor::name() const { return sloth::name(*this); }
+#define SLOTH_API_Fn_Binary(Id, name) \
+  Tensor Tensor::name(const Tensor& o) const { return sloth::name(*this, o); }
+#define SLOTH_API_DimFn_1(Id, name) \
+  Tensor Tensor::name(int64_t dim) const { return sloth::name(*this, dim); }
+#define SLOTH_API_DimFn_2(Id, name)                                  \
+  Tensor Tensor::name(int64_t dim, const Tensor& index) const {      \
+    return sloth::name(*this, dim, index);                           \
+  }
+#define SLOTH_API_DimFn_3(Id, name)                                                    \
+  Tensor Tensor::name(int64_t dim, const Tensor& index, const Tensor& src) const {     \
+    return sloth::name(*this, dim, index, src);                                        \
+  }
+#define SLOTH_API_ListDim(Id, name)
+#define SLOTH_API_ReduceFn(Id, name) \
+  Tensor Tensor::name(Shape dims, bool keepdim) const { return sloth::name(*this, dims, keepdim); }
+#define SLOTH_API_ArgFn(Id, name) \
+  Tensor Tensor::name(int64_t dim, bool keepdim) const { return sloth::name(*this, dim, keepdim); }
+#define OP SLOTH_API_ROW
+#include "core/ops.def"
+#undef OP
+#undef SLOTH_API_Fn_Unary
+#undef SLOTH_API_Fn_Binary
+#undef SLOTH_API_DimFn_1
+#undef SLOTH_API_DimFn_2
+#undef SLOTH_API_DimFn_3
+#undef SLOTH_API_ListDim
+#undef SLOTH_API_ReduceFn
+#undef SLOTH_API_ArgFn
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return sloth::clamp(*this, lo, hi); }
@@ -428,25 +408,9 @@ Tensor Tensor::mean() const { return sloth::mean(*this); }
 Tensor Tensor::mean(Shape dims, bool keepdim) const { return sloth::mean(*this, dims, keepdim); }
 Tensor Tensor::max() const { return sloth::amax(*this); }
 Tensor Tensor::min() const { return sloth::amin(*this); }
-Tensor Tensor::amax(Shape dims, bool keepdim) const { return sloth::amax(*this, dims, keepdim); }
-Tensor Tensor::amin(Shape dims, bool keepdim) const { return sloth::amin(*this, dims, keepdim); }
-Tensor Tensor::prod(Shape dims, bool keepdim) const { return sloth::prod(*this, dims, keepdim); }
-Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return sloth::argmax(*this, dim, keepdim); }
-Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return sloth::argmin(*this, dim, keepdim); }
 Tensor Tensor::var(Shape dims, bool unbiased, bool keepdim) const { return sloth::var(*this, dims, unbiased, keepdim); }
 Tensor Tensor::std(Shape dims, bool unbiased, bool keepdim) const { return sloth::std(*this, dims, unbiased, keepdim); }
 Tensor Tensor::logsumexp(Shape dims, bool keepdim) const { return sloth::logsumexp(*this, dims, keepdim); }
-Tensor Tensor::softmax(int64_t dim) const { return sloth::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return sloth::log_softmax(*this, dim); }
-Tensor Tensor::eq(const Tensor& o) const { return sloth::eq(*this, o); }
-Tensor Tensor::ne(const Tensor& o) const { return sloth::ne(*this, o); }
-Tensor Tensor::lt(const Tensor& o) const { return sloth::lt(*this, o); }
-Tensor Tensor::le(const Tensor& o) const { return sloth::le(*this, o); }
-Tensor Tensor::gt(const Tensor& o) const { return sloth::gt(*this, o); }
-Tensor Tensor::ge(const Tensor& o) const { return sloth::ge(*this, o); }
-Tensor Tensor::logical_not() const { return sloth::logical_not(*this); }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return sloth::masked_fill(*this, mask, v); }
-Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return sloth::index_select(*this, dim, index); }
-Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return sloth::gather(*this, dim, index); }
 
 }  // namespace sloth

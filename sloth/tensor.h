@@ -15,6 +15,7 @@
 #include "core/scalar.h"
 #include "core/ref.h"
 #include "core/shape.h"
+#include "sloth/op_api.h"
 
 namespace sloth {
 
@@ -131,26 +132,34 @@ class Tensor {
   Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& o) const;
   Tensor div(const Tensor& o) const;
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor gelu() const;
-  Tensor silu() const;
-  Tensor square() const;
-  Tensor reciprocal() const;
-  Tensor sign() const;
-  Tensor floor() const;
-  Tensor ceil() const;
-  Tensor round() const;
+  // One method per generated row of core/ops.def (its Api column, sloth/op_api.h), the free
+  // function of sloth/ops.h (which lists them all) without its first operand: x.f() and
+  // a.f(b) for the Fn ops (neg abs exp ... maximum eq lt ...), x.f(dims = {}, keepdim = false)
+  // for prod amax amin, x.f(dim, keepdim = false) for argmax argmin, x.f(dim) for softmax
+  // log_softmax, x.f(dim, index) for index_select gather, base.f(dim, index, src) for
+  // scatter_add index_add; the ListDim ops (cat stack) take a list and have no method.
+#define SLOTH_API_Fn_Unary(Id, name) Tensor name() const;
+#define SLOTH_API_Fn_Binary(Id, name) Tensor name(const Tensor& o) const;
+#define SLOTH_API_DimFn_1(Id, name) Tensor name(int64_t dim) const;
+#define SLOTH_API_DimFn_2(Id, name) Tensor name(int64_t dim, const Tensor& index) const;
+#define SLOTH_API_DimFn_3(Id, name) \
+  Tensor name(int64_t dim, const Tensor& index, const Tensor& src) const;
+#define SLOTH_API_ListDim(Id, name)
+#define SLOTH_API_ReduceFn(Id, name) Tensor name(Shape dims = {}, bool keepdim = false) const;
+#define SLOTH_API_ArgFn(Id, name) Tensor name(int64_t dim, bool keepdim = false) const;
+#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
+#undef OP
+#define OP SLOTH_API_ROW
+#include "core/ops.def"
+#pragma pop_macro("OP")
+#undef SLOTH_API_Fn_Unary
+#undef SLOTH_API_Fn_Binary
+#undef SLOTH_API_DimFn_1
+#undef SLOTH_API_DimFn_2
+#undef SLOTH_API_DimFn_3
+#undef SLOTH_API_ListDim
+#undef SLOTH_API_ReduceFn
+#undef SLOTH_API_ArgFn
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
   Tensor clamp(const Scalar& lo, const Scalar& hi) const;
@@ -162,26 +171,10 @@ class Tensor {
   Tensor mean(Shape dims, bool keepdim = false) const;
   Tensor max() const;
   Tensor min() const;
-  Tensor amax(Shape dims = {}, bool keepdim = false) const;
-  Tensor amin(Shape dims = {}, bool keepdim = false) const;
-  Tensor prod(Shape dims = {}, bool keepdim = false) const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin(int64_t dim, bool keepdim = false) const;
   Tensor var(Shape dims, bool unbiased = true, bool keepdim = false) const;
   Tensor std(Shape dims, bool unbiased = true, bool keepdim = false) const;
   Tensor logsumexp(Shape dims, bool keepdim = false) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor ge(const Tensor& o) const;
-  Tensor logical_not() const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
-  Tensor index_select(int64_t dim, const Tensor& index) const;
-  Tensor gather(int64_t dim, const Tensor& index) const;
 
   // Internal handle (used by the runtime's layers; not part of the stable API).
   const Ref<lazy::TensorImpl>& impl() const { return impl_; }

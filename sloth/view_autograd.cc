@@ -1,6 +1,7 @@
 #include "sloth/view_autograd.h"
 
 #include "autograd/grad_mode.h"
+#include "core/view_layout.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
 
@@ -194,21 +195,12 @@ Tensor scatter_chain(const Tensor& base, const Tensor& src, absl::Span<const Vie
   Tensor v = src;
   for (size_t i = chain.size(); i-- > 0;) {
     const ViewStep& s = chain[i];
-    switch (s.op) {
-      case OpId::kReshape: v = v.reshape(s.in_shape); break;
-      case OpId::kPermute: {
-        Shape inv(s.attrs.dims.size());
-        for (size_t j = 0; j < inv.size(); ++j) inv[s.attrs.dims[j]] = static_cast<int64_t>(j);
-        v = v.permute(inv);
-        break;
-      }
-      case OpId::kExpand: v = sum_to(v, s.in_shape); break;
-      case OpId::kSlice: v = call_op(OpId::kSliceScatter, {bases[i], v}, s.attrs); break;
-      case OpId::kSelect: v = call_op(OpId::kSelectScatter, {bases[i], v}, s.attrs); break;
-      case OpId::kDiagonal: v = call_op(OpId::kDiagonalScatter, {bases[i], v}, s.attrs); break;
-      case OpId::kAsStrided: v = call_op(OpId::kAsStridedScatter, {bases[i], v}, s.attrs); break;
-      default: fail("internal: %s is not a primitive view op", op_name(s.op));
+    if (s.op == OpId::kExpand) {  // every broadcast copy adds to its source element
+      v = sum_to(v, s.in_shape);
+      continue;
     }
+    ViewInverse inv = inverse_of_view(s.op, s.attrs, s.in_shape);
+    v = inv.scatter ? call_op(inv.op, {bases[i], v}, inv.attrs) : call_op(inv.op, {v}, inv.attrs);
   }
   return v;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/op_attrs.h"
 #include "core/op_table.h"
 #include "core/storage.h"
 #include "gtest/gtest.h"
@@ -135,22 +136,12 @@ struct Builder {
 };
 
 Attrs dims_attr(std::vector<int64_t> d, bool keep = false) {
-  Attrs a;
-  a.dims.assign(d.begin(), d.end());
-  a.flag = keep;
-  return a;
+  return ReduceAttrs{.dims = attr_dims(d), .keepdim = keep};
 }
-Attrs iattr(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) {
-  Attrs a;
-  a.i0 = i0; a.i1 = i1; a.i2 = i2; a.i3 = i3;
-  return a;
-}
-Attrs factory(Shape s, DType t, int64_t i0 = 0, int64_t i1 = 0) {
+Attrs factory(Shape s, DType t) {
   Attrs a;
   a.dims.assign(s.begin(), s.end());
   a.dtype = t;
-  a.i0 = i0;
-  a.i1 = i1;
   return a;
 }
 
@@ -313,10 +304,8 @@ TEST(CpuReduce, IntBoolProdAmaxAminArg) {
   int pr = b.op(OpId::kProd, {i}, dims_attr({0}, true));
   int amax = b.op(OpId::kAmax, {f}, dims_attr({1}));
   int amin = b.op(OpId::kAmin, {f}, dims_attr({0}));
-  int argmax = b.op(OpId::kArgmax, {f}, iattr(1));
-  Attrs am = iattr(1);
-  am.flag = true;
-  int argmin = b.op(OpId::kArgmin, {f}, am);
+  int argmax = b.op(OpId::kArgmax, {f}, ArgReduceAttrs{.dim = 1});
+  int argmin = b.op(OpId::kArgmin, {f}, ArgReduceAttrs{.dim = 1, .keepdim = true});
   auto out = b.run({si, sb, pr, amax, amin, argmax, argmin},
                    {make<int32_t>({2, 3}, {1, 2, 3, -4, 5, 6}),
                     make<bool>({4}, {true, false, true, true}),
@@ -477,14 +466,11 @@ TEST(CpuView, EveryViewOpSharesStorage) {
   Attrs perm = dims_attr({2, 0, 1});
   int p = b.op(OpId::kPermute, {x}, perm);
   int r = b.op(OpId::kReshape, {x}, dims_attr({6, 4}));
-  int sl = b.op(OpId::kSlice, {x}, iattr(2, 1, 4, 2));
-  int se = b.op(OpId::kSelect, {x}, iattr(1, -1));
-  int dg = b.op(OpId::kDiagonal, {x}, iattr(1, 1, 2));
+  int sl = b.op(OpId::kSlice, {x}, SliceAttrs{.dim = 2, .start = 1, .end = 4, .step = 2});
+  int se = b.op(OpId::kSelect, {x}, SelectAttrs{.dim = 1, .index = -1});
+  int dg = b.op(OpId::kDiagonal, {x}, DiagonalAttrs{.offset = 1, .dim1 = 1, .dim2 = 2});
   int ex = b.op(OpId::kExpand, {se}, dims_attr({3, 2, 4}));
-  Attrs as;
-  as.dims = {2, 2};
-  as.dims2 = {5, 1};
-  as.i0 = 3;
+  const Attrs as = AsStridedAttrs{.size = {2, 2}, .stride = {5, 1}, .offset = 3};
   int ast = b.op(OpId::kAsStrided, {x}, as);
   DeviceData in = make<F>({2, 3, 4}, iota_vec<F>(24));
   auto out = b.run({p, r, sl, se, dg, ex, ast}, {in});
@@ -505,10 +491,7 @@ TEST(CpuView, NonViewableReshapeAndAsStridedCopy) {
   Builder b;
   int x = b.input(kFloat32, {2, 3});
   int r = b.op(OpId::kReshape, {x}, dims_attr({6}));
-  Attrs as;
-  as.dims = {2};
-  as.dims2 = {2};
-  as.i0 = 1;
+  const Attrs as = AsStridedAttrs{.size = {2}, .stride = {2}, .offset = 1};
   int ast = b.op(OpId::kAsStrided, {x}, as);
   DeviceData t = transposed<F>(2, 3, {0, 1, 2, 3, 4, 5});
   auto out = b.run({r, ast}, {t});
@@ -532,13 +515,10 @@ TEST(CpuScatter, AllFour) {
   int base = b.input(kFloat32, {3, 3});
   int s1 = b.input(kFloat32, {3, 1}), s2 = b.input(kFloat32, {3}), s3 = b.input(kFloat32, {3});
   int s4 = b.input(kFloat32, {2});
-  int sl = b.op(OpId::kSliceScatter, {base, s1}, iattr(1, 1, 3, 2));
-  int se = b.op(OpId::kSelectScatter, {base, s2}, iattr(0, 2));
-  int dg = b.op(OpId::kDiagonalScatter, {base, s3}, iattr(0, 0, 1));
-  Attrs as;
-  as.dims = {2};
-  as.dims2 = {4};
-  as.i0 = 1;
+  int sl = b.op(OpId::kSliceScatter, {base, s1}, SliceAttrs{.dim = 1, .start = 1, .end = 3, .step = 2});
+  int se = b.op(OpId::kSelectScatter, {base, s2}, SelectAttrs{.dim = 0, .index = 2});
+  int dg = b.op(OpId::kDiagonalScatter, {base, s3}, DiagonalAttrs{.offset = 0, .dim1 = 0, .dim2 = 1});
+  const Attrs as = AsStridedAttrs{.size = {2}, .stride = {4}, .offset = 1};
   int ast = b.op(OpId::kAsStridedScatter, {base, s4}, as);
   auto out = b.run({sl, se, dg, ast},
                    {make<F>({3, 3}, iota_vec<F>(9)), make<F>({3, 1}, {-1, -2, -3}),
@@ -555,11 +535,11 @@ TEST(CpuIndex, SelectGatherScatterAddIndexAdd) {
   Builder b;
   int x = b.input(kFloat32, {3, 4}), i32 = b.input(kInt32, {2}), gi = b.input(kInt64, {2, 2});
   int src = b.input(kFloat32, {2, 2}), asrc = b.input(kFloat32, {3, 2});
-  int is0 = b.op(OpId::kIndexSelect, {x, i32}, iattr(0));
-  int is1 = b.op(OpId::kIndexSelect, {x, i32}, iattr(1));
-  int g = b.op(OpId::kGather, {x, gi}, iattr(1));
-  int sa = b.op(OpId::kScatterAdd, {x, gi, src}, iattr(1));
-  int ia = b.op(OpId::kIndexAdd, {x, i32, asrc}, iattr(1));
+  int is0 = b.op(OpId::kIndexSelect, {x, i32}, DimAttrs{.dim = 0});
+  int is1 = b.op(OpId::kIndexSelect, {x, i32}, DimAttrs{.dim = 1});
+  int g = b.op(OpId::kGather, {x, gi}, DimAttrs{.dim = 1});
+  int sa = b.op(OpId::kScatterAdd, {x, gi, src}, DimAttrs{.dim = 1});
+  int ia = b.op(OpId::kIndexAdd, {x, i32, asrc}, DimAttrs{.dim = 1});
   DeviceData xt = transposed<F>(3, 4, iota_vec<F>(12));  // strided input
   auto out = b.run({is0, is1, g, sa, ia},
                    {xt, make<int32_t>({2}, {2, 0}), make<int64_t>({2, 2}, {3, 3, 0, 1}),
@@ -578,8 +558,8 @@ TEST(CpuIndex, IndexPutOneHotCatClone) {
   int ids = b.input(kInt64, {3});
   int c0 = b.input(kFloat32, {2, 2}), c1 = b.input(kInt32, {2, 1});
   int ip = b.op(OpId::kIndexPut, {base, idx, vals});
-  int oh = b.op(OpId::kOneHot, {ids}, iattr(4));
-  int cat = b.op(OpId::kCat, {c0, c1, c0}, iattr(-1));
+  int oh = b.op(OpId::kOneHot, {ids}, OneHotAttrs{.num_classes = 4});
+  int cat = b.op(OpId::kCat, {c0, c1, c0}, DimAttrs{.dim = -1});
   int cl = b.op(OpId::kClone, {c0});
   DeviceData c0t = transposed<F>(2, 2, {1, 2, 3, 4});
   auto out = b.run({ip, oh, cat, cl},
@@ -603,10 +583,37 @@ TEST(CpuIndex, IndexPutDuplicatesLastWins) {
   EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{0, 6, 7}));
 }
 
+// The walks of the index primitives: whole slices per index along a middle dim (index_add,
+// repeated indices accumulate), rows of a 2-D put (the last duplicate wins), and a broadcast
+// (stride 0) index, one element per index.
+TEST(CpuIndex, SliceWalksAndBroadcastIndex) {
+  Builder b;
+  int x = b.input(kFloat32, {2, 3, 2}), i = b.input(kInt32, {3});
+  int src = b.input(kFloat32, {2, 3, 2});
+  int base = b.input(kFloat32, {3, 2}), pi = b.input(kInt64, {3});
+  int vals = b.input(kFloat32, {3, 2});
+  int gx = b.input(kFloat32, {2, 3}), gi = b.input(kInt64, {2, 2});
+  int ia = b.op(OpId::kIndexAdd, {x, i, src}, DimAttrs{.dim = 1});
+  int ip = b.op(OpId::kIndexPut, {base, pi, vals});
+  int g = b.op(OpId::kGather, {gx, gi}, DimAttrs{.dim = 1});
+  std::vector<F> hundreds(12);
+  for (int k = 0; k < 12; ++k) hundreds[k] = static_cast<F>(100 + k);
+  DeviceData bcast = with_layout(make<int64_t>({1, 2}, {2, 0}), Layout{{2, 2}, {0, 1}, 0});
+  auto out = b.run({ia, ip, g},
+                   {make<F>({2, 3, 2}, iota_vec<F>(12)), make<int32_t>({3}, {2, 0, 2}),
+                    make<F>({2, 3, 2}, hundreds), make<F>({3, 2}, {0, 0, 0, 0, 0, 0}),
+                    make<int64_t>({3}, {1, 1, -1}), make<F>({3, 2}, {1, 2, 3, 4, 5, 6}),
+                    make<F>({2, 3}, iota_vec<F>(6)), bcast});
+  EXPECT_EQ(values<F>(out[0]),
+            (std::vector<F>{102, 104, 2, 3, 208, 211, 114, 116, 8, 9, 226, 229}));
+  EXPECT_EQ(values<F>(out[1]), (std::vector<F>{0, 0, 3, 4, 5, 6}));
+  EXPECT_EQ(values<F>(out[2]), (std::vector<F>{2, 0, 5, 3}));
+}
+
 TEST(CpuIndex, OutOfRangeIndexIsAnError) {
   Builder b;
   int x = b.input(kFloat32, {5, 2}), i = b.input(kInt64, {2});
-  int s = b.op(OpId::kIndexSelect, {x, i}, iattr(0));
+  int s = b.op(OpId::kIndexSelect, {x, i}, DimAttrs{.dim = 0});
   absl::Status st;
   b.run({s}, {make<F>({5, 2}, iota_vec<F>(10)), make<int64_t>({2}, {1, 7})}, {}, nullptr, &st);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -614,7 +621,7 @@ TEST(CpuIndex, OutOfRangeIndexIsAnError) {
             std::string::npos) << st;
   Builder g;
   int gx = g.input(kFloat32, {2, 2}), gi = g.input(kInt64, {2, 1});
-  int gg = g.op(OpId::kGather, {gx, gi}, iattr(1));
+  int gg = g.op(OpId::kGather, {gx, gi}, DimAttrs{.dim = 1});
   g.run({gg}, {make<F>({2, 2}, {1, 2, 3, 4}), make<int64_t>({2, 1}, {0, -1})}, {}, nullptr, &st);
   EXPECT_NE(std::string(st.message()).find("gather: index -1 is out of range for dim 1 of size 2"),
             std::string::npos) << st;
@@ -647,7 +654,7 @@ TEST(CpuFactory, RandIsDeterministicPerSeedAndOffset) {
   int r2 = b.op(OpId::kRand, {seed, off}, factory({N}, kFloat32));
   int r3 = b.op(OpId::kRand, {seed, off2}, factory({N}, kFloat32));
   int rn = b.op(OpId::kRandn, {seed, off}, factory({N}, kFloat64));
-  int ri = b.op(OpId::kRandint, {seed, off}, factory({N}, kInt64, -3, 5));
+  int ri = b.op(OpId::kRandint, {seed, off}, RandintAttrs{.shape = {N}, .low = -3, .high = 5, .dtype = kInt64});
   auto out = b.run({r1, r2, r3, rn, ri}, {}, {42, 0, 1000});
   auto a = values<F>(out[0]), c = values<F>(out[1]), d = values<F>(out[2]);
   EXPECT_EQ(a, c);

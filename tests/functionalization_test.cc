@@ -2,6 +2,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/op_attrs.h"
 #include "core/view_layout.h"
 #include "gtest/gtest.h"
 #include "lazy/tensor_impl.h"
@@ -283,26 +284,9 @@ TEST_P(ViewWrite, MatchesEagerAliasing) {
   EXPECT_EQ(tv.to_vector<double>(), ev_vals);
 }
 
-Attrs A(std::initializer_list<int64_t> dims = {}, int64_t i0 = 0, int64_t i1 = 0, int64_t i2 = 0,
-        int64_t i3 = 0) {
+Attrs A(std::initializer_list<int64_t> dims = {}) {
   Attrs a;
   a.dims.assign(dims.begin(), dims.end());
-  a.i0 = i0;
-  a.i1 = i1;
-  a.i2 = i2;
-  a.i3 = i3;
-  return a;
-}
-Attrs strided(Shape size, Shape stride, int64_t off) {
-  Attrs a;
-  a.dims.assign(size.begin(), size.end());
-  a.dims2.assign(stride.begin(), stride.end());
-  a.i0 = off;
-  return a;
-}
-Attrs squeeze_all() {
-  Attrs a;
-  a.flag = true;
   return a;
 }
 
@@ -310,19 +294,19 @@ INSTANTIATE_TEST_SUITE_P(
     EveryViewOp, ViewWrite,
     ::testing::Values(ViewCase{"view", {2, 6}, OpId::kView, A({3, 4})},
                       ViewCase{"reshape", {2, 3, 2}, OpId::kReshape, A({6, -1})},
-                      ViewCase{"flatten", {2, 3, 2}, OpId::kFlatten, A({}, 1, 2)},
-                      ViewCase{"transpose", {2, 3, 4}, OpId::kTranspose, A({}, 0, 2)},
+                      ViewCase{"flatten", {2, 3, 2}, OpId::kFlatten, FlattenAttrs{.start_dim = 1, .end_dim = 2}},
+                      ViewCase{"transpose", {2, 3, 4}, OpId::kTranspose, TransposeAttrs{.dim0 = 0, .dim1 = 2}},
                       ViewCase{"t", {3, 5}, OpId::kT, A()},
                       ViewCase{"permute", {2, 3, 4}, OpId::kPermute, A({2, 0, 1})},
-                      ViewCase{"slice_step", {7, 3}, OpId::kSlice, A({}, 0, 1, 7, 3)},
-                      ViewCase{"narrow", {4, 5}, OpId::kNarrow, A({}, 1, 1, 3)},
-                      ViewCase{"select", {3, 4}, OpId::kSelect, A({}, 1, -1)},
+                      ViewCase{"slice_step", {7, 3}, OpId::kSlice, SliceAttrs{.dim = 0, .start = 1, .end = 7, .step = 3}},
+                      ViewCase{"narrow", {4, 5}, OpId::kNarrow, NarrowAttrs{.dim = 1, .start = 1, .length = 3}},
+                      ViewCase{"select", {3, 4}, OpId::kSelect, SelectAttrs{.dim = 1, .index = -1}},
                       ViewCase{"squeeze", {3, 1, 2}, OpId::kSqueeze, A({1})},
-                      ViewCase{"squeeze_all", {1, 3, 1}, OpId::kSqueeze, squeeze_all()},
-                      ViewCase{"unsqueeze", {3, 2}, OpId::kUnsqueeze, A({}, 1)},
-                      ViewCase{"diagonal", {3, 4}, OpId::kDiagonal, A({}, 1, 0, 1)},
-                      ViewCase{"diagonal_neg_3d", {3, 2, 3}, OpId::kDiagonal, A({}, -1, 0, 2)},
-                      ViewCase{"as_strided", {4, 4}, OpId::kAsStrided, strided({2, 3}, {5, 1}, 2)}),
+                      ViewCase{"squeeze_all", {1, 3, 1}, OpId::kSqueeze, SqueezeAttrs{.all = true}},
+                      ViewCase{"unsqueeze", {3, 2}, OpId::kUnsqueeze, DimAttrs{.dim = 1}},
+                      ViewCase{"diagonal", {3, 4}, OpId::kDiagonal, DiagonalAttrs{.offset = 1, .dim1 = 0, .dim2 = 1}},
+                      ViewCase{"diagonal_neg_3d", {3, 2, 3}, OpId::kDiagonal, DiagonalAttrs{.offset = -1, .dim1 = 0, .dim2 = 2}},
+                      ViewCase{"as_strided", {4, 4}, OpId::kAsStrided, AsStridedAttrs{.size = {2, 3}, .stride = {5, 1}, .offset = 2}}),
     [](const ::testing::TestParamInfo<ViewCase>& p) { return std::string(p.param.name); });
 
 }  // namespace

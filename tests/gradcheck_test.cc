@@ -1,5 +1,6 @@
 // gradcheck (first order) and gradgradcheck (second order) in float64 over every
 // differentiable op of the table, on the op's sample inputs.
+#include "core/op_attrs.h"
 #include "gtest/gtest.h"
 #include "sloth/dispatch.h"
 #include "sloth/sloth.h"
@@ -52,7 +53,8 @@ TEST_P(Gradcheck, FirstAndSecondOrder) {
   const OpId op = GetParam();
   int checked = 0;
   for (const OpSample& s : op_samples(op)) {
-    if (op == OpId::kDropout && s.attrs.flag && s.attrs.f0 > 0 && s.attrs.f0 < 1) continue;  // random
+    if (const auto dr = DropoutAttrs::of(s.attrs); op == OpId::kDropout && dr.train && dr.p > 0 && dr.p < 1)
+      continue;  // random
     SCOPED_TRACE(std::string(op_name(op)) + " sample " + s.name);
     std::vector<Tensor> xs;
     bool any = false;

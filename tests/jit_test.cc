@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/jit.h"
+#include "core/settings.h"
 #include "gtest/gtest.h"
 #include "sloth/dispatch.h"
 #include "sloth/sloth.h"
@@ -25,7 +26,7 @@ namespace jit = cpu::jit;
 const std::string kCacheDir = [] {
   const char* t = std::getenv("TEST_TMPDIR");
   std::string d = std::string(t ? t : "/tmp") + "/jit_cache";
-  ::setenv("SLOTH_JIT_DIR", d.c_str(), 1);
+  settings_for_test().jit_dir = d;
   return d;
 }();
 

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/reference/reference.h"
+#include "core/op_attrs.h"
+#include "testing/reference/reference.h"
 #include "gtest/gtest.h"
 #include "sloth/dispatch.h"
 #include "sloth/sloth.h"
@@ -106,12 +107,12 @@ class Gen {
     }
     if (kind < 80 && !s.empty()) {  // reduction over one or two dims
       static const OpId red[] = {OpId::kSum, OpId::kAmax, OpId::kAmin};
-      Attrs a;
+      ReduceAttrs a;
       int d = uni(0, s.size() - 1);
       a.dims = {d};
       if (s.size() > 1 && coin(0.3)) a.dims = {d, (d + 1) % static_cast<int>(s.size())};
       if (coin(0.2)) a.dims.clear();  // everything
-      a.flag = coin();
+      a.keepdim = coin();
       return apply(red[uni(0, 2)], {x}, a);
     }
     if (kind < 88 && s.size() == 2) {  // matmul with a fresh right operand
@@ -119,10 +120,7 @@ class Gen {
       return apply(OpId::kMatmul, {x, w});
     }
     if (kind < 94 && s.size() >= 2) {  // transpose (a strided view)
-      Attrs a;
-      a.i0 = 0;
-      a.i1 = 1;
-      return apply(OpId::kTranspose, {x}, a);
+      return apply(OpId::kTranspose, {x}, TransposeAttrs{.dim0 = 0, .dim1 = 1});
     }
     if (!s.empty()) {  // reshape to 1-D or unsqueeze
       Attrs a;
@@ -130,8 +128,7 @@ class Gen {
         a.dims = {-1};
         return apply(OpId::kReshape, {x}, a);
       }
-      a.i0 = 0;
-      return apply(OpId::kUnsqueeze, {x}, a);
+      return apply(OpId::kUnsqueeze, {x}, DimAttrs{.dim = 0});
     }
     return apply(OpId::kNeg, {x});
   }
@@ -196,9 +193,7 @@ TEST(RandomGraphs, RowGroupedChainsMatchReference) {
     for (int s = 0; s < steps; ++s) {
       static const OpId red[] = {OpId::kSum, OpId::kAmax, OpId::kAmin};
       static const OpId bin[] = {OpId::kAdd, OpId::kSub, OpId::kMul, OpId::kMaximum};
-      Attrs a;
-      a.dims = {1};
-      a.flag = true;  // keepdim: [rows, 1], broadcast back over the row
+      const ReduceAttrs a{.dims = {1}, .keepdim = true};  // [rows, 1], broadcast back over the row
       const OpId op = red[gen.uni(0, 2)];
       Val r = gen.apply(op, {gen.coin() ? v : gen.apply(OpId::kTanh, {v})}, a);
       if (op == OpId::kSum) r = gen.apply(OpId::kMul, {r, gen.scalar(1.0 / 1024, dt)});  // a mean

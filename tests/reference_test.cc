@@ -1,10 +1,11 @@
 // The reference kernels and the op samples: (a) every op of the table has samples and a
 // reference kernel whose result agrees with the op's rule; (b) hand-computed values.
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 
 #include <cmath>
 #include <set>
 
+#include "core/op_attrs.h"
 #include "core/philox.h"
 #include "gtest/gtest.h"
 #include "tests/support/op_samples.h"
@@ -49,7 +50,7 @@ TEST(ReferenceTable, EveryOpHasSamplesAndAKernelThatMatchesItsRule) {
         auto parts = ref_eval_list(op, s.inputs, s.attrs);
         ASSERT_TRUE(parts.ok()) << parts.status();
         ASSERT_FALSE(parts->empty());
-        const int64_t d = attrs.i1;
+        const int64_t d = SplitAttrs::of(attrs).dim;
         int64_t total = 0;
         for (const RefTensor& p : *parts) {
           ASSERT_EQ(p.shape.size(), rule->shape.size());
@@ -65,7 +66,7 @@ TEST(ReferenceTable, EveryOpHasSamplesAndAKernelThatMatchesItsRule) {
         continue;
       }
       auto r = ref_eval(op, s.inputs, s.attrs);
-      if (op == OpId::kDropout && s.attrs.flag && s.attrs.f0 > 0 && s.attrs.f0 < 1) {
+      if (const auto dr = DropoutAttrs::of(s.attrs); op == OpId::kDropout && dr.train && dr.p > 0 && dr.p < 1) {
         EXPECT_FALSE(r.ok());
         continue;
       }
@@ -119,7 +120,7 @@ TEST(ReferenceTable, ErrorsAreTheRulesErrors) {
   ASSERT_FALSE(rule.ok());
   EXPECT_EQ(r.status().message(), rule.status().message());
   EXPECT_FALSE(ref_eval(OpId::kData, {}, {}).ok());
-  EXPECT_FALSE(ref_eval(OpId::kSplit, {a}, Attrs{.i0 = 1}).ok());  // a list: ref_eval_list
+  EXPECT_FALSE(ref_eval(OpId::kSplit, {a}, SplitAttrs{.size_or_n = 1}).ok());  // a list: ref_eval_list
 }
 
 // ---- (b) hand-computed values --------------------------------------------------------------------
@@ -146,9 +147,9 @@ void expect(const RefTensor& t, Shape shape, DType dtype, std::vector<double> v,
 }
 
 TEST(ReferenceValues, Softmax) {
-  expect(run(OpId::kSoftmax, {T({3}, {1, 2, 3})}, Attrs{.i0 = 0}), {3}, kFloat64,
+  expect(run(OpId::kSoftmax, {T({3}, {1, 2, 3})}, DimAttrs{.dim = 0}), {3}, kFloat64,
          {0.09003057317038046, 0.24472847105479767, 0.6652409557748219});
-  expect(run(OpId::kLogSoftmax, {T({1, 3}, {1, 2, 3})}, Attrs{.i0 = -1}), {1, 3}, kFloat64,
+  expect(run(OpId::kLogSoftmax, {T({1, 3}, {1, 2, 3})}, DimAttrs{.dim = -1}), {1, 3}, kFloat64,
          {1 - 3.40760596444438, 2 - 3.40760596444438, 3 - 3.40760596444438});
   expect(run(OpId::kLogsumexp, {T({3}, {1, 2, 3})}, Attrs{.dims = {}}), {}, kFloat64,
          {3.40760596444438});
@@ -188,21 +189,21 @@ TEST(ReferenceValues, Losses) {
 TEST(ReferenceValues, LayerNormVarStdMean) {
   RefTensor x = T({1, 4}, {1, 2, 3, 4});
   const double s = std::sqrt(1.25 + 1e-5);
-  expect(run(OpId::kLayerNorm, {x}, Attrs{.dims = {4}, .f0 = 1e-5}), {1, 4}, kFloat64,
+  expect(run(OpId::kLayerNorm, {x}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5}), {1, 4}, kFloat64,
          {-1.5 / s, -0.5 / s, 0.5 / s, 1.5 / s});
   expect(run(OpId::kLayerNorm, {x, T({4}, {1, 2, 1, 2}), T({4}, {0, 0, 1, 1})},
-             Attrs{.dims = {4}, .f0 = 1e-5}),
+             LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5}),
          {1, 4}, kFloat64, {-1.5 / s, -1.0 / s, 1 + 0.5 / s, 1 + 3.0 / s});
-  expect(run(OpId::kVar, {x}, Attrs{.dims = {1}, .i0 = 1}), {1}, kFloat64, {5.0 / 3.0});
-  expect(run(OpId::kVar, {x}, Attrs{.dims = {}, .i0 = 0, .flag = true}), {1, 1}, kFloat64, {1.25});
-  expect(run(OpId::kStd, {x}, Attrs{.dims = {-1}, .i0 = 1}), {1}, kFloat64, {std::sqrt(5.0 / 3.0)});
+  expect(run(OpId::kVar, {x}, VarAttrs{.dims = {1}, .unbiased = true}), {1}, kFloat64, {5.0 / 3.0});
+  expect(run(OpId::kVar, {x}, VarAttrs{.dims = {}, .keepdim = true, .unbiased = false}), {1, 1}, kFloat64, {1.25});
+  expect(run(OpId::kStd, {x}, VarAttrs{.dims = {-1}, .unbiased = true}), {1}, kFloat64, {std::sqrt(5.0 / 3.0)});
   expect(run(OpId::kMean, {T({2, 2}, {1, 2, 3, 5}, kFloat32)}, Attrs{.dims = {0}}), {2}, kFloat32,
          {2, 3.5});
 }
 
 TEST(ReferenceValues, ReductionsAndArg) {
   RefTensor x = T({2, 3}, {1, 5, 2, 4, 0, 6});
-  expect(run(OpId::kSum, {x}, Attrs{.dims = {1}, .flag = true}), {2, 1}, kFloat64, {8, 10});
+  expect(run(OpId::kSum, {x}, ReduceAttrs{.dims = {1}, .keepdim = true}), {2, 1}, kFloat64, {8, 10});
   expect(run(OpId::kProd, {x}, Attrs{.dims = {0}}), {3}, kFloat64, {4, 0, 12});
   expect(run(OpId::kAmax, {x}, Attrs{.dims = {}}), {}, kFloat64, {6});
   expect(run(OpId::kAmin, {x}, Attrs{.dims = {1}}), {2}, kFloat64, {1, 0});
@@ -210,9 +211,9 @@ TEST(ReferenceValues, ReductionsAndArg) {
   expect(run(OpId::kSum, {T({0, 2}, {})}, Attrs{.dims = {0}}), {2}, kFloat64, {0, 0});
   expect(run(OpId::kProd, {T({0}, {}, kInt32)}, Attrs{.dims = {}}), {}, kInt64, {1});
   RefTensor ties = T({4}, {1, 3, 3, 2}, kInt64);
-  expect(run(OpId::kArgmax, {ties}, Attrs{.i0 = 0}), {}, kInt64, {1});
-  expect(run(OpId::kArgmin, {x}, Attrs{.i0 = 1, .flag = true}), {2, 1}, kInt64, {0, 1});
-  expect(run(OpId::kArgmax, {x}, Attrs{.i0 = 0}), {3}, kInt64, {1, 0, 1});
+  expect(run(OpId::kArgmax, {ties}, ArgReduceAttrs{.dim = 0}), {}, kInt64, {1});
+  expect(run(OpId::kArgmin, {x}, ArgReduceAttrs{.dim = 1, .keepdim = true}), {2, 1}, kInt64, {0, 1});
+  expect(run(OpId::kArgmax, {x}, ArgReduceAttrs{.dim = 0}), {3}, kInt64, {1, 0, 1});
 }
 
 TEST(ReferenceValues, ElementwiseAndPromotion) {
@@ -257,7 +258,7 @@ TEST(ReferenceValues, Factories) {
   expect(run(OpId::kEye, {}, Attrs{.dims = {2, 3}, .dtype = kInt64}), {2, 3}, kInt64,
          {1, 0, 0, 0, 1, 0});
   expect(run(OpId::kFull, {S(3.7)}, Attrs{.dims = {2}, .dtype = kInt64}), {2}, kInt64, {3, 3});
-  Attrs ri{.dims = {64}, .i0 = -3, .i1 = 5, .dtype = kInt64};
+  Attrs ri = RandintAttrs{.shape = {64}, .low = -3, .high = 5, .dtype = kInt64};
   RefTensor r = run(OpId::kRandint, {S(11, kInt64), S(3, kInt64)}, ri);
   std::set<double> seen(r.v.begin(), r.v.end());
   EXPECT_GE(seen.size(), 6u);  // 64 draws from 8 values
@@ -275,29 +276,29 @@ TEST(ReferenceValues, Factories) {
 
 TEST(ReferenceValues, Views) {
   RefTensor x = arange({3, 4});
-  expect(run(OpId::kDiagonal, {x}, Attrs{.i0 = 1, .i1 = 0, .i2 = 1}), {3}, kFloat64, {1, 6, 11});
-  expect(run(OpId::kDiagonal, {x}, Attrs{.i0 = -1, .i1 = 0, .i2 = 1}), {2}, kFloat64, {4, 9});
-  expect(run(OpId::kAsStrided, {x}, Attrs{.dims = {2, 2}, .dims2 = {1, 4}, .i0 = 1}), {2, 2},
+  expect(run(OpId::kDiagonal, {x}, DiagonalAttrs{.offset = 1, .dim1 = 0, .dim2 = 1}), {3}, kFloat64, {1, 6, 11});
+  expect(run(OpId::kDiagonal, {x}, DiagonalAttrs{.offset = -1, .dim1 = 0, .dim2 = 1}), {2}, kFloat64, {4, 9});
+  expect(run(OpId::kAsStrided, {x}, AsStridedAttrs{.size = {2, 2}, .stride = {1, 4}, .offset = 1}), {2, 2},
          kFloat64, {1, 5, 2, 6});
-  expect(run(OpId::kSlice, {arange({6})}, Attrs{.i0 = 0, .i1 = 1, .i2 = 6, .i3 = 2}), {3}, kFloat64,
+  expect(run(OpId::kSlice, {arange({6})}, SliceAttrs{.dim = 0, .start = 1, .end = 6, .step = 2}), {3}, kFloat64,
          {1, 3, 5});
-  expect(run(OpId::kSlice, {x}, Attrs{.i0 = 1, .i1 = -3, .i2 = 100, .i3 = 2}), {3, 2}, kFloat64,
+  expect(run(OpId::kSlice, {x}, SliceAttrs{.dim = 1, .start = -3, .end = 100, .step = 2}), {3, 2}, kFloat64,
          {1, 3, 5, 7, 9, 11});
-  expect(run(OpId::kSelect, {x}, Attrs{.i0 = 1, .i1 = -1}), {3}, kFloat64, {3, 7, 11});
-  expect(run(OpId::kTranspose, {x}, Attrs{.i0 = 0, .i1 = 1}), {4, 3}, kFloat64,
+  expect(run(OpId::kSelect, {x}, SelectAttrs{.dim = 1, .index = -1}), {3}, kFloat64, {3, 7, 11});
+  expect(run(OpId::kTranspose, {x}, TransposeAttrs{.dim0 = 0, .dim1 = 1}), {4, 3}, kFloat64,
          {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
   expect(run(OpId::kPermute, {arange({1, 2, 3})}, Attrs{.dims = {2, 0, 1}}), {3, 1, 2}, kFloat64,
          {0, 3, 1, 4, 2, 5});
   expect(run(OpId::kExpand, {T({2, 1}, {1, 2})}, Attrs{.dims = {2, 2, 3}}), {2, 2, 3}, kFloat64,
          {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
-  expect(run(OpId::kNarrow, {x}, Attrs{.i0 = 0, .i1 = -1, .i2 = 1}), {1, 4}, kFloat64, {8, 9, 10, 11});
+  expect(run(OpId::kNarrow, {x}, NarrowAttrs{.dim = 0, .start = -1, .length = 1}), {1, 4}, kFloat64, {8, 9, 10, 11});
   expect(run(OpId::kReshape, {x}, Attrs{.dims = {-1, 6}}), {2, 6}, kFloat64, x.v);
   expect(run(OpId::kSqueeze, {arange({1, 3, 1})}, Attrs{.dims = {0}}), {3, 1}, kFloat64, {0, 1, 2});
-  auto parts = ref_eval_list(OpId::kSplit, {arange({5})}, Attrs{.i0 = 2});
+  auto parts = ref_eval_list(OpId::kSplit, {arange({5})}, SplitAttrs{.size_or_n = 2});
   ASSERT_TRUE(parts.ok());
   ASSERT_EQ(parts->size(), 3u);
   expect((*parts)[2], {1}, kFloat64, {4});
-  auto chunks = ref_eval_list(OpId::kChunk, {arange({6})}, Attrs{.i0 = 4});
+  auto chunks = ref_eval_list(OpId::kChunk, {arange({6})}, SplitAttrs{.size_or_n = 4});
   ASSERT_TRUE(chunks.ok());
   ASSERT_EQ(chunks->size(), 3u);  // torch.chunk(6 elements, 4) gives 3 chunks of 2
   expect((*chunks)[1], {2}, kFloat64, {2, 3});
@@ -305,28 +306,28 @@ TEST(ReferenceValues, Views) {
 
 TEST(ReferenceValues, Scatters) {
   RefTensor base = ref_tensor({3, 3}, kFloat64, std::vector<double>(9, 0));
-  expect(run(OpId::kDiagonalScatter, {base, T({2}, {1, 2})}, Attrs{.i0 = 1, .i1 = 0, .i2 = 1}),
+  expect(run(OpId::kDiagonalScatter, {base, T({2}, {1, 2})}, DiagonalAttrs{.offset = 1, .dim1 = 0, .dim2 = 1}),
          {3, 3}, kFloat64, {0, 1, 0, 0, 0, 2, 0, 0, 0});
   expect(run(OpId::kSliceScatter, {base, T({3, 2}, {1, 2, 3, 4, 5, 6})},
-             Attrs{.i0 = 1, .i1 = 0, .i2 = 3, .i3 = 2}),
+             SliceAttrs{.dim = 1, .start = 0, .end = 3, .step = 2}),
          {3, 3}, kFloat64, {1, 0, 2, 3, 0, 4, 5, 0, 6});
-  expect(run(OpId::kSelectScatter, {base, T({3}, {7, 8, 9})}, Attrs{.i0 = 0, .i1 = -1}), {3, 3},
+  expect(run(OpId::kSelectScatter, {base, T({3}, {7, 8, 9})}, SelectAttrs{.dim = 0, .index = -1}), {3, 3},
          kFloat64, {0, 0, 0, 0, 0, 0, 7, 8, 9});
-  expect(run(OpId::kAsStridedScatter, {base, T({2}, {1, 2})}, Attrs{.dims = {2}, .dims2 = {4}, .i0 = 0}),
+  expect(run(OpId::kAsStridedScatter, {base, T({2}, {1, 2})}, AsStridedAttrs{.size = {2}, .stride = {4}, .offset = 0}),
          {3, 3}, kFloat64, {1, 0, 0, 0, 2, 0, 0, 0, 0});
 }
 
 TEST(ReferenceValues, Indexing) {
   RefTensor x = T({2, 2}, {1, 2, 3, 4});
-  expect(run(OpId::kGather, {x, T({2, 2}, {0, 0, 1, 0}, kInt64)}, Attrs{.i0 = 1}), {2, 2}, kFloat64,
+  expect(run(OpId::kGather, {x, T({2, 2}, {0, 0, 1, 0}, kInt64)}, DimAttrs{.dim = 1}), {2, 2}, kFloat64,
          {1, 1, 4, 3});
-  expect(run(OpId::kIndexSelect, {x, T({3}, {1, 1, 0}, kInt64)}, Attrs{.i0 = 0}), {3, 2}, kFloat64,
+  expect(run(OpId::kIndexSelect, {x, T({3}, {1, 1, 0}, kInt64)}, DimAttrs{.dim = 0}), {3, 2}, kFloat64,
          {3, 4, 3, 4, 1, 2});
   expect(run(OpId::kScatterAdd, {T({3}, {0, 0, 0}), T({3}, {0, 2, 0}, kInt64), T({3}, {1, 2, 3})},
-             Attrs{.i0 = 0}),
+             DimAttrs{.dim = 0}),
          {3}, kFloat64, {4, 0, 2});
   expect(run(OpId::kIndexAdd, {x, T({2}, {1, 1}, kInt64), T({2, 2}, {10, 20, 30, 40})},
-             Attrs{.i0 = 1}),
+             DimAttrs{.dim = 1}),
          {2, 2}, kFloat64, {1, 32, 3, 74});
   RefTensor zeros = ref_tensor({4, 2}, kFloat32, std::vector<double>(8, 0));
   expect(run(OpId::kIndexPut, {zeros, T({2}, {1, -1}, kInt64), T({2, 2}, {1, 2, 3, 4}, kFloat32)}),
@@ -334,17 +335,17 @@ TEST(ReferenceValues, Indexing) {
   expect(run(OpId::kIndexPut_, {zeros, T({1}, {0}, kInt64), T({2}, {5, 6}, kFloat32)}), {4, 2},
          kFloat32, {5, 6, 0, 0, 0, 0, 0, 0});
   EXPECT_FALSE(ref_eval(OpId::kIndexPut, {zeros, T({1}, {4}, kInt64), S(1, kFloat32)}, {}).ok());
-  expect(run(OpId::kOneHot, {T({2}, {2, 0}, kInt64)}, Attrs{.i0 = 3}), {2, 3}, kInt64,
+  expect(run(OpId::kOneHot, {T({2}, {2, 0}, kInt64)}, OneHotAttrs{.num_classes = 3}), {2, 3}, kInt64,
          {0, 0, 1, 1, 0, 0});
   expect(run(OpId::kEmbedding, {T({3, 2}, {1, 2, 3, 4, 5, 6}), T({2}, {2, 0}, kInt64)}), {2, 2},
          kFloat64, {5, 6, 1, 2});
   expect(run(OpId::kMaskedFill, {T({2, 2}, {1, 2, 3, 4}, kInt64), T({2}, {1, 0}, kBool), S(9.9)}),
          {2, 2}, kInt64, {9, 2, 9, 4});
-  expect(run(OpId::kCat, {T({2}, {1, 2}, kFloat32), T({1}, {3}, kFloat64)}, Attrs{.i0 = 0}), {3},
+  expect(run(OpId::kCat, {T({2}, {1, 2}, kFloat32), T({1}, {3}, kFloat64)}, DimAttrs{.dim = 0}), {3},
          kFloat64, {1, 2, 3});
-  expect(run(OpId::kCat, {T({1, 1}, {5}, kInt64), T({1, 2}, {1, 0}, kBool)}, Attrs{.i0 = -1}),
+  expect(run(OpId::kCat, {T({1, 1}, {5}, kInt64), T({1, 2}, {1, 0}, kBool)}, DimAttrs{.dim = -1}),
          {1, 3}, kInt64, {5, 1, 0});
-  expect(run(OpId::kStack, {T({2}, {1, 2}), T({2}, {3, 4})}, Attrs{.i0 = 1}), {2, 2}, kFloat64,
+  expect(run(OpId::kStack, {T({2}, {1, 2}), T({2}, {3, 4})}, DimAttrs{.dim = 1}), {2, 2}, kFloat64,
          {1, 3, 2, 4});
 }
 
@@ -362,9 +363,9 @@ TEST(ReferenceValues, InPlaceAndDropout) {
   expect(run(OpId::kMaskedFill_, {T({2}, {1, 2}), T({2}, {0, 1}, kBool), S(-1)}), {2}, kFloat64,
          {1, -1});
   RefTensor x = T({3}, {1, 2, 3});
-  expect(run(OpId::kDropout, {x}, Attrs{.f0 = 0.5, .flag = false}), {3}, kFloat64, {1, 2, 3});
-  expect(run(OpId::kDropout, {x}, Attrs{.f0 = 1.0, .flag = true}), {3}, kFloat64, {0, 0, 0});
-  auto r = ref_eval(OpId::kDropout, {x}, Attrs{.f0 = 0.5, .flag = true});
+  expect(run(OpId::kDropout, {x}, DropoutAttrs{.p = 0.5, .train = false}), {3}, kFloat64, {1, 2, 3});
+  expect(run(OpId::kDropout, {x}, DropoutAttrs{.p = 1.0, .train = true}), {3}, kFloat64, {0, 0, 0});
+  auto r = ref_eval(OpId::kDropout, {x}, DropoutAttrs{.p = 0.5, .train = true});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("nondeterministic"), std::string::npos);
 }

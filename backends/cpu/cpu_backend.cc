@@ -16,6 +16,7 @@
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "lazy/steps.h"
 
 namespace sloth::cpu {
@@ -78,13 +79,7 @@ namespace {
 
 using lazy::StepKind;
 
-bool log_fusion() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLOTH_LOG");
-    return v && (std::strstr(v, "fusion") || std::strcmp(v, "all") == 0);
-  }();
-  return on;
-}
+bool log_fusion() { return settings().log_on("fusion"); }
 
 struct Step {
   StepKind kind;
@@ -254,14 +249,13 @@ class CpuExecutable final : public lazy::Executable {
       case StepKind::kReduce: return run_reduce(env, in);
       case StepKind::kMatmul: return run_matmul(env, in);
       case StepKind::kView: return view_step(env, st, in);
-      case StepKind::kScatter: return run_scatter(env, in);
       case StepKind::kFactory: return run_factory(env, in);
-      default: return run_index(env, in);
+      default: return run_structural(env, in);
     }
   }
 
   // A view of the same input layout gives the same output layout every run: the first run
-  // computes it (run_view), later ones copy it (no view lowering, no allocation).
+  // computes it (run_structural), later ones copy it (no view lowering, no allocation).
   absl::Status view_step(Env& env, const Step& st, const Instr& in) {
     const DeviceData& x = env.get(in.in[0]);
     if (st.view_cached && x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
@@ -274,7 +268,7 @@ class CpuExecutable final : public lazy::Executable {
       o.dtype = x.dtype;
       return absl::OkStatus();
     }
-    SLOTH_RETURN_IF_ERROR(run_view(env, in));
+    SLOTH_RETURN_IF_ERROR(run_structural(env, in));
     const DeviceData& o = env.vals[in.out];
     if (o.storage == x.storage && o.dtype == x.dtype) {  // a true view, not a copy
       st.view_cached = true;
@@ -351,10 +345,7 @@ class CpuExecutable final : public lazy::Executable {
   // Standalone reductions over trailing dims join as programs without a prologue.
   // SLOTH_ROW_GROUPS=0 turns this off.
   void find_row_groups() {
-    static const bool enabled = [] {
-      const char* v = std::getenv("SLOTH_ROW_GROUPS");
-      return v == nullptr || std::strcmp(v, "0") != 0;
-    }();
+    const bool enabled = settings().row_groups;
     std::vector<std::pair<size_t, size_t>> flat;
     for (size_t k = 0; k < steps_.size(); ++k)
       for (size_t i = 0; i < steps_[k].size(); ++i) flat.emplace_back(k, i);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/op_attrs.h"
 #include "core/philox.h"
 
 namespace sloth::cpu {
@@ -65,7 +66,7 @@ absl::Status run_factory(Env& env, const Instr& in) {
         const uint64_t offset = as_u64(env.scalar(in.in[1]));
         const bool f64 = in.dtype == DType::kFloat64;
         const OpId op = in.op;
-        const int64_t lo = in.attrs.i0, hi = in.attrs.i1;
+        const int64_t lo = RandintAttrs::of(in.attrs).low, hi = RandintAttrs::of(in.attrs).high;
         fill_parallel(n, [&](int64_t b, int64_t e) {
           if (op == OpId::kRandint) {
             // Integers go straight to T: a detour through double would round above 2^53.

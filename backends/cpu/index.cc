@@ -1,217 +1,153 @@
-// Index and shape ops: index_select, gather, scatter_add, index_add, index_put, one_hot, cat,
-// clone. Indices are read once into an int64 vector and checked before anything is written,
-// so a bad index is reported (op, index, valid range) and never touches memory.
+// The index primitives on the host (lazy/structural.h: IndexPrimitives); which op runs which
+// primitive over which walk is lazy/structural.cc's. Indices are checked before anything is
+// written, so a bad index is reported (op, index, valid range) and never touches memory.
 #include <cstring>
+#include <vector>
 
-#include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
-#include "core/error.h"
+#include "lazy/structural.h"
 
 namespace sloth::cpu {
 namespace {
 
-std::vector<int64_t> read_indices(const DeviceData& idx) {
-  std::vector<int64_t> v(idx.numel());
-  copy_strided(v.data(), DType::kInt64, contiguous_strides(idx.layout.shape), idx.raw(),
-               idx.dtype, idx.layout.strides, idx.layout.shape);
-  return v;
+using lazy::IndexMode;
+using lazy::IndexRange;
+using lazy::IndexWalk;
+
+// The indices in row-major order as int64 (a copy unless they already are contiguous int64).
+struct Indices {
+  std::vector<int64_t> copy;
+  absl::Span<const int64_t> v;
+  explicit Indices(const DeviceData& idx) {
+    if (idx.dtype == DType::kInt64 && idx.is_contiguous()) {
+      v = {idx.data<int64_t>(), static_cast<size_t>(idx.numel())};
+      return;
+    }
+    copy.resize(idx.numel());
+    copy_strided(copy.data(), DType::kInt64, contiguous_strides(idx.layout.shape), idx.raw(),
+                 idx.dtype, idx.layout.strides, idx.layout.shape);
+    v = copy;
+  }
+};
+
+absl::Status check(Env&, const Instr& in, const DeviceData& idx, int64_t dim, int64_t size,
+                   IndexRange range) {
+  return lazy::check_index_range(in, Indices(idx).v, dim, size, range);
 }
 
-absl::Status check_range(const Instr& in, const std::vector<int64_t>& idx, int64_t dim,
-                         int64_t size) {
-  for (int64_t i : idx)
-    if (i < 0 || i >= size)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: index %d is out of range for dim %d of size %d (valid: 0 to %d)", op_name(in.op),
-          i, dim, size, size - 1));
-  return absl::OkStatus();
+// One element of `kMode` (IndexMode): t is the target's element, o the other's.
+template <IndexMode kMode, class T>
+inline void apply(T* t, T* o) {
+  if constexpr (kMode == IndexMode::kRead) *o = *t;
+  else if constexpr (kMode == IndexMode::kAccumulate) *t = static_cast<T>(*t + *o);
+  else *t = *o;
 }
 
-Layout select_layout(const Layout& l, int64_t dim, int64_t i) {
-  Layout o = l;
-  o.offset += i * l.strides[dim];
-  o.shape.erase(o.shape.begin() + dim);
-  o.strides.erase(o.strides.begin() + dim);
-  return o;
-}
-
-int64_t dim_size(const DeviceData& x, int64_t dim) {
-  return x.layout.shape.empty() ? 1 : x.layout.shape[dim];
-}
-
-absl::Status index_select(Env& env, const Instr& in) {
-  const DeviceData& x = env.get(in.in[0]);
-  const int64_t dim = in.attrs.i0;
-  std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(x, dim)));
-  DeviceData out = env.alloc(in.shape, in.dtype);
-  if (x.layout.shape.empty()) {
-    copy_into(out, x);
-  } else if (x.is_contiguous() && x.dtype == out.dtype) {
-    // Rows of a contiguous input are contiguous blocks: copy them directly (embeddings).
-    const Shape& s = x.layout.shape;
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < dim; ++d) outer *= s[d];
-    for (size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
-    const size_t bytes = inner * dtype_size(x.dtype);
-    const int64_t len = static_cast<int64_t>(idx.size());
-    const char* src = ptr(x);
-    char* dst = ptr(out);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < len; ++i)
-        std::memcpy(dst + (o * len + i) * bytes, src + (o * s[dim] + idx[i]) * bytes, bytes);
+// `kMode` over a run of n elements that share one index: a slice of the target (an embedding
+// row) moves as a block. Unit strides (kUnit) copy with memcpy or add in a loop the compiler
+// vectorizes; other strides step element by element.
+template <IndexMode kMode, bool kUnit, class T>
+inline void apply_run(T* __restrict t, int64_t ts, T* __restrict o, int64_t os, int64_t n) {
+  if constexpr (kUnit) {
+    if constexpr (kMode == IndexMode::kRead) std::memcpy(o, t, n * sizeof(T));
+    else if constexpr (kMode == IndexMode::kWrite) std::memcpy(t, o, n * sizeof(T));
+    else
+      for (int64_t j = 0; j < n; ++j) t[j] = static_cast<T>(t[j] + o[j]);
   } else {
-    for (size_t i = 0; i < idx.size(); ++i)
-      copy_into(with_layout(out, select_layout(out.layout, dim, i)),
-                with_layout(x, select_layout(x.layout, dim, idx[i])));
+    for (int64_t j = 0; j < n; ++j) apply<kMode>(t + j * ts, o + j * os);
   }
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
 }
 
-// out[pos] = x[pos with dim := index[pos]] (gather), or
-// out[pos with dim := index[pos]] += src[pos] (scatter_add), over the index's positions.
-template <bool kScatter>
-absl::Status gather_scatter(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
-  const DeviceData& x = env.get(in.in[0]);
-  const DeviceData& index = env.get(in.in[1]);
-  std::vector<int64_t> idx = read_indices(index);
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(x, dim)));
-  DeviceData out = kScatter ? make_contiguous(env, x, in.dtype) : env.alloc(in.shape, in.dtype);
-  if (idx.empty()) {
-    env.set(in.out, std::move(out));
-    return absl::OkStatus();
-  }
-  // The indexed tensor (x for gather, out for scatter_add) walked with stride 0 along dim;
-  // the index's value supplies that coordinate.
-  const DeviceData& target = kScatter ? out : x;
-  const DeviceData* other = kScatter ? &env.get(in.in[2]) : &out;
-  Shape shape = index.layout.shape;
-  if (shape.empty()) shape = {1};
-  Strides ts = target.layout.strides, os = other->layout.strides;
-  if (ts.empty()) ts = {0};
-  if (os.empty()) os = {0};
-  const int64_t dstride = ts[dim];
-  ts[dim] = 0;
+// The slices of a walk whose index is the same along its whole last dim: for_each_run walks
+// the other dims and each of its positions moves one slice of shape[nd - 1] elements, so the
+// per-slice cost is a pointer step, not a walk step (embedding rows: one memcpy each).
+template <IndexMode kMode, bool kUnit, class T, class At>
+void walk_slices(T* t, T* o, const Shape& shape, const Strides& ts, const Strides& os,
+                 const Strides& is, At at) {
   const int nd = static_cast<int>(shape.size());
-  visit_dtype(in.dtype, [&](auto z) {
+  const int64_t inner = shape[nd - 1], tl = ts[nd - 1], ol = os[nd - 1];
+  if (nd == 1) {
+    apply_run<kMode, kUnit>(t + at(0), tl, o, ol, inner);
+    return;
+  }
+  const int64_t t2 = ts[nd - 2], o2 = os[nd - 2], i2 = is[nd - 2];
+  int64_t outer = 1;
+  for (int d = 0; d < nd - 1; ++d) outer *= shape[d];
+  for_each_run<3>(shape.data(), nd - 1, {ts.data(), os.data(), is.data()}, 0, outer,
+                  [&](const std::array<int64_t, 3>& off, int64_t run) {
+                    for (int64_t j = 0; j < run; ++j)
+                      apply_run<kMode, kUnit>(t + off[0] + j * t2 + at(off[2] + j * i2), tl,
+                                              o + off[1] + j * o2, ol, inner);
+                  });
+}
+
+// The walk, row-major (so with kWrite the last write in index order lands last) and single
+// threaded for the same reason. Coalescing keeps the order; it merges the dims every operand
+// (the index included) walks contiguously, so an along-dim walk's last dim is a whole slice.
+template <IndexMode kMode, class T, class I>
+void walk_typed(T* t, T* o, const I* ix, const IndexWalk& w) {
+  Shape shape = w.shape;
+  Strides ts = w.target, os = w.other, is = w.index;
+  coalesce(shape, {&ts, &os, &is});
+  const int nd = static_cast<int>(shape.size());
+  const int64_t tl = ts[nd - 1], ol = os[nd - 1], il = is[nd - 1];
+  const int64_t dstride = w.dstride, size = w.size;
+  // The target offset of the index at element offset i. Indices were checked: a negative one
+  // is in [-size, 0) and counts from the end.
+  auto at = [&](int64_t i) {
+    const int64_t v = static_cast<int64_t>(ix[i]);
+    return (v < 0 ? v + size : v) * dstride;
+  };
+  if (il == 0) {
+    if (tl == 1 && ol == 1) walk_slices<kMode, true>(t, o, shape, ts, os, is, at);
+    else walk_slices<kMode, false>(t, o, shape, ts, os, is, at);
+    return;
+  }
+  // One index per element (gather, scatter_add).
+  for_each_run<3>(shape.data(), nd, {ts.data(), os.data(), is.data()}, 0, numel(shape),
+                  [&](const std::array<int64_t, 3>& off, int64_t run) {
+                    for (int64_t j = 0; j < run; ++j)
+                      apply<kMode>(t + off[0] + j * tl + at(off[2] + j * il), o + off[1] + j * ol);
+                  });
+}
+
+template <IndexMode kMode>
+void walk_mode(const DeviceData& target, const DeviceData& other, const DeviceData& idx,
+               const IndexWalk& w) {
+  visit_dtype(target.dtype, [&](auto z) {
     using T = decltype(z);
-    T* t = target.data<T>();
-    T* o = other->data<T>();
-    int64_t lin = 0;
-    for_each_run<2>(shape.data(), nd, {ts.data(), os.data()}, 0, numel(shape),
-                    [&](const std::array<int64_t, 2>& off, int64_t run) {
-                      for (int64_t j = 0; j < run; ++j, ++lin) {
-                        T* tp = t + off[0] + j * ts[nd - 1] + idx[lin] * dstride;
-                        T* op = o + off[1] + j * os[nd - 1];
-                        if constexpr (kScatter) *tp = static_cast<T>(*tp + *op);
-                        else *op = *tp;
-                      }
-                    });
+    auto run = [&](auto i0) {
+      using I = decltype(i0);
+      walk_typed<kMode>(target.data<T>(), other.data<T>(), idx.data<I>(), w);
+    };
+    // Index tensors are int32 or int64 (the op table's rule).
+    if (idx.dtype == DType::kInt32) run(int32_t{});
+    else run(int64_t{});
   });
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
 }
 
-absl::Status index_add(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
-  const DeviceData& base = env.get(in.in[0]);
-  const DeviceData& src = env.get(in.in[2]);
-  std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
-  SLOTH_RETURN_IF_ERROR(check_range(in, idx, dim, dim_size(base, dim)));
-  DeviceData out = make_contiguous(env, base, in.dtype);
-  if (base.layout.shape.empty()) {
-    if (!idx.empty()) copy_into(out, src, /*accumulate=*/true);
-  } else {
-    for (size_t i = 0; i < idx.size(); ++i)
-      copy_into(with_layout(out, select_layout(out.layout, dim, idx[i])),
-                with_layout(src, select_layout(src.layout, dim, i)), /*accumulate=*/true);
+absl::Status walk(Env&, IndexMode mode, const DeviceData& target, const DeviceData& other,
+                  const DeviceData& idx, const IndexWalk& w) {
+  if (numel(w.shape) == 0) return absl::OkStatus();
+  switch (mode) {
+    case IndexMode::kRead: walk_mode<IndexMode::kRead>(target, other, idx, w); break;
+    case IndexMode::kAccumulate: walk_mode<IndexMode::kAccumulate>(target, other, idx, w); break;
+    case IndexMode::kWrite: walk_mode<IndexMode::kWrite>(target, other, idx, w); break;
   }
-  env.set(in.out, std::move(out));
   return absl::OkStatus();
 }
 
-absl::Status index_put(Env& env, const Instr& in) {
-  const DeviceData& base = env.get(in.in[0]);
-  const DeviceData& values = env.get(in.in[2]);
-  std::vector<int64_t> idx = read_indices(env.get(in.in[1]));
-  const int64_t size = base.layout.shape[0];
-  for (int64_t& i : idx) {
-    if (i < -size || i >= size)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: index %d is out of range for dim 0 of size %d (valid: %d to %d)", op_name(in.op),
-          i, size, -size, size - 1));
-    if (i < 0) i += size;
-  }
-  DeviceData out = make_contiguous(env, base, in.dtype);
-  Shape target = base.layout.shape;
-  target[0] = static_cast<int64_t>(idx.size());
-  Layout vl{target, broadcast_strides(values.layout.shape, values.layout.strides, target),
-            values.layout.offset};
-  DeviceData vb = with_layout(values, vl);
-  // In index order, so with duplicate indices the last write wins.
-  for (size_t i = 0; i < idx.size(); ++i)
-    copy_into(with_layout(out, select_layout(out.layout, 0, idx[i])),
-              with_layout(vb, select_layout(vl, 0, i)));
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
-}
-
-absl::Status one_hot(Env& env, const Instr& in) {
-  const int64_t classes = in.attrs.i0;
-  std::vector<int64_t> idx = read_indices(env.get(in.in[0]));
-  for (int64_t i : idx)
-    if (i < 0 || i >= classes)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "one_hot: index %d is out of range for num_classes %d (valid: 0 to %d)", i, classes,
-          classes - 1));
-  DeviceData out = env.alloc(in.shape, DType::kInt64);
+absl::Status mark_classes(Env&, const DeviceData& out, const DeviceData& idx, int64_t classes) {
+  const Indices ix(idx);
   int64_t* o = out.data<int64_t>();
   std::memset(o, 0, out.numel() * sizeof(int64_t));
-  for (size_t i = 0; i < idx.size(); ++i) o[i * classes + idx[i]] = 1;
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
-}
-
-absl::Status cat(Env& env, const Instr& in) {
-  const int64_t dim = in.attrs.i0;
-  DeviceData out = env.alloc(in.shape, in.dtype);
-  int64_t at = 0;
-  for (int32_t slot : in.in) {
-    const DeviceData& x = env.get(slot);
-    const int64_t len = x.layout.shape[dim];
-    if (len > 0 && x.numel() > 0) {
-      Layout w = out.layout;
-      w.offset += at * w.strides[dim];
-      w.shape[dim] = len;
-      copy_into(with_layout(out, w), x);
-    }
-    at += len;
-  }
-  env.set(in.out, std::move(out));
+  for (size_t i = 0; i < ix.v.size(); ++i) o[i * classes + ix.v[i]] = 1;
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status run_index(Env& env, const Instr& in) {
-  switch (in.op) {
-    case OpId::kIndexSelect: return index_select(env, in);
-    case OpId::kGather: return gather_scatter<false>(env, in);
-    case OpId::kScatterAdd: return gather_scatter<true>(env, in);
-    case OpId::kIndexAdd: return index_add(env, in);
-    case OpId::kIndexPut: return index_put(env, in);
-    case OpId::kOneHot: return one_hot(env, in);
-    case OpId::kCat: return cat(env, in);
-    case OpId::kClone:
-      env.set(in.out, make_contiguous(env, env.get(in.in[0]), in.dtype));
-      return absl::OkStatus();
-    default:
-      return absl::InternalError(
-          absl::StrFormat("cpu backend: %s is not an index or shape op", op_name(in.op)));
-  }
-}
+const lazy::IndexPrimitives<Env> kIndexPrimitives{check, walk, mark_classes};
 
 }  // namespace sloth::cpu

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/settings.h"
 
 extern char** environ;
 
@@ -46,11 +47,10 @@ const std::vector<std::string>& flags() {
   // static destructors run at exit.
   static const auto& f = *new std::vector<std::string>([] {
     std::vector<std::string> f(std::begin(kFlags), std::end(kFlags));
-    const char* isa = std::getenv("SLOTH_JIT_ISA");
     __builtin_cpu_init();
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    if (avx512 && !(isa && std::strcmp(isa, "avx2") == 0))
+    if (avx512 && settings().jit_isa == Isa::kAvx512)
       f.insert(f.end(), {"-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
                          "-mprefer-vector-width=512"});
     return f;
@@ -58,13 +58,7 @@ const std::vector<std::string>& flags() {
   return f;
 }
 
-bool log_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLOTH_LOG");
-    return v && (std::strstr(v, "jit") || std::strcmp(v, "all") == 0);
-  }();
-  return on;
-}
+bool log_on() { return settings().log_on("jit"); }
 
 std::atomic<int> mode_override{-1};
 
@@ -87,7 +81,7 @@ const Compiler& compiler() {
   static const auto& c = *new Compiler([] {
     Compiler c;
     std::vector<std::string> names;
-    if (const char* v = std::getenv("SLOTH_JIT_CXX"); v && *v) names = {v};
+    if (!settings().jit_cxx.empty()) names = {settings().jit_cxx};
     else names = {"c++", "g++", "clang++"};
     const char* path_env = std::getenv("PATH");
     std::vector<std::string> dirs =
@@ -129,7 +123,7 @@ bool make_dirs(const std::string& path) {
 const std::string& cache_dir() {
   static const auto& dir = *new std::string([] {
     std::vector<std::string> cands;
-    if (const char* v = std::getenv("SLOTH_JIT_DIR"); v && *v) cands.push_back(v);
+    if (!settings().jit_dir.empty()) cands.push_back(settings().jit_dir);
     if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v)
       cands.push_back(std::string(v) + "/sloth/jit");
     if (const char* v = std::getenv("HOME"); v && *v) cands.push_back(std::string(v) + "/.cache/sloth/jit");
@@ -287,15 +281,12 @@ void compile_into(const std::shared_ptr<Slot>& slot, const std::function<std::st
 Mode mode() {
   int o = mode_override.load(std::memory_order_relaxed);
   if (o >= 0) return static_cast<Mode>(o);
-  static const Mode m = [] {
-    const char* v = std::getenv("SLOTH_JIT");
-    if (v == nullptr || *v == 0) return Mode::kOn;
-    std::string s(v);
-    if (s == "0" || s == "off") return Mode::kOff;
-    if (s == "sync") return Mode::kSync;
-    return Mode::kOn;
-  }();
-  return m;
+  switch (settings().jit) {
+    case Settings::Jit::kOff: return Mode::kOff;
+    case Settings::Jit::kSync: return Mode::kSync;
+    case Settings::Jit::kOn: break;
+  }
+  return Mode::kOn;
 }
 
 void set_mode(Mode m) { mode_override.store(static_cast<int>(m), std::memory_order_relaxed); }

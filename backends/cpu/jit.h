@@ -5,12 +5,8 @@
 // source and the compiler, and loaded with dlopen. The interpreter stays the fallback: until
 // the code is ready, when no compiler is found, or when compilation fails.
 //
-// SLOTH_JIT     off | on (default: hot kernels compile on a background thread) |
-//               sync (compile on first use and wait; deterministic, for tests)
-// SLOTH_JIT_CXX the compiler (default: the first of c++, g++, clang++ on PATH)
-// SLOTH_JIT_DIR the on-disk cache (default $XDG_CACHE_HOME/sloth/jit, else
-//               $HOME/.cache/sloth/jit, else /tmp/sloth-jit-<uid>)
-// SLOTH_LOG=jit prints each compile, cache hit and failure.
+// Its settings (core/settings.h, README.md): SLOTH_JIT (off | on | sync), SLOTH_JIT_CXX,
+// SLOTH_JIT_DIR, SLOTH_JIT_ISA, and SLOTH_LOG=jit to print each compile, cache hit and failure.
 #pragma once
 
 #include <atomic>

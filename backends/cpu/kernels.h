@@ -11,6 +11,7 @@
 #include "core/storage.h"
 #include "lazy/backend.h"
 #include "lazy/plan.h"
+#include "lazy/structural.h"
 
 namespace sloth::cpu {
 
@@ -91,9 +92,10 @@ std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
 // Single-instruction kernels; each writes env.vals[in.out].
 absl::Status run_reduce(Env& env, const Instr& in);
 absl::Status run_matmul(Env& env, const Instr& in);
-absl::Status run_view(Env& env, const Instr& in);
-absl::Status run_scatter(Env& env, const Instr& in);  // SliceScatter .. AsStridedScatter
-absl::Status run_index(Env& env, const Instr& in);    // Index and Shape categories
+// View, Scatter, Index and Shape categories (structural.cc: lazy/structural.h's rules
+// with the index primitives of index.cc).
+absl::Status run_structural(Env& env, const Instr& in);
+extern const lazy::IndexPrimitives<Env> kIndexPrimitives;
 absl::Status run_factory(Env& env, const Instr& in);
 
 }  // namespace sloth::cpu

@@ -14,14 +14,15 @@
 #include "backends/cpu/strided.h"
 #include "core/blas_layout.h"
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace sloth::cpu {
 namespace {
 
-// Small float GEMMs (m*n*k below kSmallGemm) skip OpenBLAS: its per-call setup (argument
-// checks, buffer and thread bookkeeping, packing) costs more than the arithmetic. A 4x16
-// register-blocked AVX2/FMA kernel over row-major A (m x k, packed when transposed) and B
-// (k x n, packed into 16-column panels when transposed or ragged) does the work.
+// Small float GEMMs (m*n*k below kSmallGemm) can skip OpenBLAS's per-call setup (argument
+// checks, buffer and thread bookkeeping, packing), only with SLOTH_SMALL_GEMM=1 (see gemm()):
+// a 4x16 register-blocked AVX2/FMA kernel over row-major A (m x k, packed when transposed)
+// and B (k x n, packed into 16-column panels when transposed or ragged) does the work.
 constexpr int64_t kSmallGemm = 64 * 64 * 64;
 constexpr int kNR = 16;
 
@@ -101,14 +102,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
           const T* b, int64_t ldb, T* c) {
   auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<T, float>) {
-    // Off by default: measured on tools/step_probe (tiny MLP), the small kernel made the
-    // step's execute phase slower than OpenBLAS (median 43.6 vs 25.4 us over 7 paired runs),
-    // although it does less setup. SLOTH_SMALL_GEMM=1 turns it on, for measurements.
-    static const bool small_on = [] {
-      const char* v = std::getenv("SLOTH_SMALL_GEMM");
-      return v && v[0] == '1';
-    }();
-    if (small_on && m * n * k < kSmallGemm) {
+    // Off by default (SLOTH_SMALL_GEMM, core/settings.h): OpenBLAS was still faster on the
+    // shapes tried, so this kernel is kept only for measuring.
+    if (settings().small_gemm && m * n * k < kSmallGemm) {
       small_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c);
       return;
     }

@@ -1,5 +1,5 @@
 // Strided-memory helpers shared by the kernels: dim coalescing, N-D walks and the one
-// converting strided copy that clone, cat, scatters and index ops build on.
+// converting strided copy that clone, concatenation, scatters and index ops build on.
 #pragma once
 
 #include <algorithm>
@@ -62,12 +62,7 @@ void for_each_run(const int64_t* shape, int nd, const std::array<const int64_t*,
   }
 }
 
-// Views `d` through `layout` (same storage).
-inline lazy::DeviceData with_layout(const lazy::DeviceData& d, Layout layout) {
-  lazy::DeviceData v = d;
-  v.layout = std::move(layout);
-  return v;
-}
+using lazy::with_layout;
 
 // Copies view `src` into the window `dst` (same shape; dst may be strided).
 void copy_into(const lazy::DeviceData& dst, const lazy::DeviceData& src, bool accumulate = false);

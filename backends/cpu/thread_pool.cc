@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/settings.h"
+
 namespace sloth::cpu {
 namespace {
 
@@ -98,8 +100,7 @@ Pool& pool() {
   // SLOTH_NUM_THREADS caps the threads (benchmarks compare 1 and 2 threads in one binary).
   static Pool* p = [] {
     int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (const char* v = std::getenv("SLOTH_NUM_THREADS"); v && std::atoi(v) > 0)
-      n = std::min(n, std::atoi(v));
+    if (settings().num_threads > 0) n = std::min(n, settings().num_threads);
     return new Pool(n - 1);
   }();
   return *p;

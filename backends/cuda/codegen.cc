@@ -470,9 +470,9 @@ KernelSource check_index_source(DType idx) {
 KernelSource index_source(int mode, DType t, DType idx) {
   std::string op;
   switch (mode) {
-    case 0: case 2: op = "o[ooff] = tg[toff + v * dstride];"; break;
-    case 1: case 3: op = "sl_atomic_add(&tg[toff + v * dstride], o[ooff]);"; break;
-    default: op = "if (winner[v] == c0) tg[toff + v * dstride] = o[ooff];"; break;
+    case 0: op = "o[ooff] = tg[toff + v * dstride];"; break;
+    case 1: op = "sl_atomic_add(&tg[toff + v * dstride], o[ooff]);"; break;
+    default: op = "if (winner[v] == cd) tg[toff + v * dstride] = o[ooff];"; break;
   }
   std::string s = absl::StrFormat("typedef %s T;\ntypedef %s I;\n", cuda_type(t), cuda_type(idx)) +
                   params_struct(9 + 4 * kMaxDims) + entry("$NAME") + R"( {
@@ -488,18 +488,18 @@ KernelSource index_source(int mode, DType t, DType idx) {
   const i64* ts = &p.w[9 + SL_M];
   const i64* os = &p.w[9 + 2 * SL_M];
   const i64* is = &p.w[9 + 3 * SL_M];
-  (void)winner; (void)dim; (void)size;
+  (void)winner; (void)size;
   SL_GRID_LOOP(i, n) {
-    i64 r = i, toff = 0, ooff = 0, ioff = 0, c0 = 0;
+    i64 r = i, toff = 0, ooff = 0, ioff = 0, cd = 0;
     for (int d = nd - 1; d >= 0; --d) {
       const i64 c = r % shape[d];
       r /= shape[d];
       toff += c * ts[d];
       ooff += c * os[d];
       ioff += c * is[d];
-      if (d == 0) c0 = c;
+      if (d == dim) cd = c;
     }
-    (void)c0;
+    (void)cd;
     i64 v = (i64)idx[ioff];
     if (v < 0) v += size;
     $OP

@@ -72,18 +72,20 @@ KernelSource factory_source(OpId op, DType t);
 // Words: idx, n, nd, shape[M], strides[M], size, allow_negative, err.
 KernelSource check_index_source(DType idx);
 
-// Gather-like / scatter-like index kernels over the positions of `shape` (rank <= M):
-//   mode 0 gather:       out[pos] = x[pos with dim := idx[pos]]
-//   mode 1 scatter_add:  out[pos with dim := idx[pos]] += src[pos]          (atomic)
-//   mode 2 index_select: out[pos] = x[pos with dim := idx[pos[dim]]]
-//   mode 3 index_add:    out[pos with dim := idx[pos[dim]]] += src[pos]     (atomic)
-//   mode 4 index_put:    out[pos with 0 := idx[pos[0]]] = src[pos] if winner[idx] == pos[0]
-// Words: target, other, idx, winner, n, nd, dim, shape[M], tstr[M], ostr[M], istr[M].
-// Index values are wrapped when negative (index_put only; others are range-checked first).
+// The index primitive (lazy::IndexWalk, lazy::IndexMode) over the positions of a walk's
+// `shape` (rank <= M), with v = idx[pos] (+ size when negative) and t = target[pos with
+// dim := v] (the walk's strides and dstride):
+//   mode 0 (kRead):        other[pos] = t
+//   mode 1 (kAccumulate):  t += other[pos]                                   (atomic)
+//   mode 2 (kWrite):       t = other[pos] if winner[v] == pos[dim]
+// Words: target, other, idx, winner, n, nd, dim, dstride, size, shape[M], tstr[M], ostr[M],
+// istr[M].
 KernelSource index_source(int mode, DType t, DType idx);
-// winner[idx[i]] = max i (index_put: last write wins). Words: idx, n, istride, size, winner.
+// winner[v] = max i over the indices v = idx[i * istride] (+ size when negative), i < n:
+// kWrite's last write wins. Words: idx, n, istride, size, winner.
 KernelSource winner_source(DType idx);
-// one_hot: out[i * classes + idx[i]] = 1. Words: idx, out, n, nd, classes, shape[M], strides[M].
+// out[i * classes + idx[i]] = 1 (mark_classes). Words: idx, out, n, nd, classes, shape[M],
+// strides[M].
 KernelSource one_hot_source(DType idx);
 
 // FNV-1a 64 of a string (stable across runs: the on-disk cache key).

@@ -50,6 +50,7 @@ class CudaExecutable final : public lazy::Executable {
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                    std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
+    // Kernels report their errors as a Status; CUDA runtime failures below them throw.
     try {
       return run_impl(inputs, scalars, outputs, stats);
     } catch (const Error& e) {
@@ -89,7 +90,7 @@ class CudaExecutable final : public lazy::Executable {
           if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
             return absl::InternalError(absl::StrFormat(
                 "cuda backend: kernel %d reads slot %d before it is computed", k, r));
-        execute(env, st);
+        SLOTH_RETURN_IF_ERROR(execute(env, st));
       }
       if (!steps_[k].empty()) ++env.stats->kernels_launched;
       for (int32_t s : release_[k]) env.vals[s] = DeviceData();
@@ -102,20 +103,18 @@ class CudaExecutable final : public lazy::Executable {
       outputs->push_back(d);
     }
     // Kernel faults surface here rather than at some later copy.
-    SLOTH_CU(cudaGetLastError());
+    SLOTH_CU_OK(cudaGetLastError());
     return absl::OkStatus();
   }
 
-  void execute(RunEnv& env, const Step& st) {
+  absl::Status execute(RunEnv& env, const Step& st) {
     if (st.kind == StepKind::kElementwise) return run_elementwise(env, *st.ew);
     const Instr& in = plan_.instrs[st.instr];
     switch (st.kind) {
       case StepKind::kReduce: return run_reduce(env, in);
       case StepKind::kMatmul: return run_matmul(env, in);
-      case StepKind::kView: return run_view(env, in);
-      case StepKind::kScatter: return run_scatter(env, in);
       case StepKind::kFactory: return run_factory(env, in);
-      default: return run_index(env, in);
+      default: return run_structural(env, in);
     }
   }
 

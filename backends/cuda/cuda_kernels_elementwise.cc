@@ -2,13 +2,12 @@
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_launch.h"
-#include "core/error.h"
 
 namespace sloth::cuda {
 
-void run_elementwise(RunEnv& env, const ElementwiseStep& st) {
+absl::Status run_elementwise(RunEnv& env, const ElementwiseStep& st) {
   const ElementwiseKernel& k = st.k;
-  if (!k.error.empty()) throw Error(k.error);
+  if (!k.error.empty()) return absl::InternalError(k.error);
   const int64_t n = numel(k.shape);
   std::vector<DeviceData> outs;
   for (const auto& o : k.outs) outs.push_back(env.alloc(k.shape, o.dtype));
@@ -23,7 +22,8 @@ void run_elementwise(RunEnv& env, const ElementwiseStep& st) {
     for (const auto& e : k.exts) {
       DeviceData d = env.get(e.slot);
       if (!d.storage)
-        throw Error(absl::StrFormat("cuda backend: slot %d is read before it is computed", e.slot));
+        return absl::InternalError(
+            absl::StrFormat("cuda backend: slot %d is read before it is computed", e.slot));
       if (d.dtype != e.slot_dtype) {
         d = make_contiguous(env, d, e.slot_dtype);
         keep.push_back(d);
@@ -40,6 +40,7 @@ void run_elementwise(RunEnv& env, const ElementwiseStep& st) {
     launch(st.fn, k.src, w, n);
   }
   for (size_t o = 0; o < k.outs.size(); ++o) env.set(k.outs[o].slot, std::move(outs[o]));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

@@ -3,16 +3,19 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_launch.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 
 namespace sloth::cuda {
 
 using lazy::Instr;
 
-void run_factory(RunEnv& env, const Instr& in) {
+absl::Status run_factory(RunEnv& env, const Instr& in) {
   DeviceData out = env.alloc(in.shape, in.dtype);
   const int64_t n = out.numel();
   KernelSource ks = factory_source(in.op, in.dtype);
-  if (ks.name.empty()) throw Error(absl::StrFormat("cuda backend: %s is not a factory", op_name(in.op)));
+  if (ks.name.empty())
+    return absl::InternalError(
+        absl::StrFormat("cuda backend: %s is not a factory", op_name(in.op)));
   double a = 0, b = 0;
   int64_t i0 = 0, i1 = 0;
   switch (in.op) {
@@ -22,8 +25,8 @@ void run_factory(RunEnv& env, const Instr& in) {
       i1 = in.shape.size() > 1 ? in.shape[1] : i0;
       break;
     case OpId::kRandint:
-      i0 = in.attrs.i0;
-      i1 = in.attrs.i1;
+      i0 = RandintAttrs::of(in.attrs).low;
+      i1 = RandintAttrs::of(in.attrs).high;
       [[fallthrough]];
     default:
       a = env.scalar(in.in[0]);
@@ -40,6 +43,7 @@ void run_factory(RunEnv& env, const Instr& in) {
     launch(ks, w, n);
   }
   env.set(in.out, std::move(out));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

@@ -8,20 +8,20 @@
 #include "backends/cuda/int_matmul.h"
 #include "backends/cuda/kernel_launch.h"
 #include "core/blas_layout.h"
-#include "core/error.h"
 
 namespace sloth::cuda {
 
 using lazy::Instr;
 
-void run_matmul(RunEnv& env, const Instr& in) {
+absl::Status run_matmul(RunEnv& env, const Instr& in) {
   DeviceData a = env.get(in.in[0]);
   DeviceData b = env.get(in.in[1]);
   if (a.dtype != b.dtype || a.dtype != in.dtype || a.layout.shape.empty() || b.layout.shape.empty())
-    throw Error("cuda backend: matmul operands do not match the instruction");
-  if (in.dtype == DType::kBool) throw Error("matmul: bool tensors are not supported");
+    return absl::InternalError("cuda backend: matmul operands do not match the instruction");
+  if (in.dtype == DType::kBool)
+    return absl::InvalidArgumentError("matmul: bool tensors are not supported");
   absl::StatusOr<MatmulGeometry> geo = matmul_geometry(a.layout, b.layout);
-  if (!geo.ok()) throw Error(std::string(geo.status().message()));
+  if (!geo.ok()) return geo.status();
   Layout la = geo->a, lb = geo->b;  // replaced below when cuBLAS needs a contiguous copy
   const size_t ra = la.shape.size(), rb = lb.shape.size();
   const int64_t m = geo->m, k = geo->k, n = geo->n;
@@ -33,12 +33,12 @@ void run_matmul(RunEnv& env, const Instr& in) {
   DeviceContext& c = DeviceContext::get();
   if (nb == 0 || m == 0 || n == 0) {
     env.set(in.out, std::move(out));
-    return;
+    return absl::OkStatus();
   }
   if (k == 0) {
-    SLOTH_CU(cudaMemsetAsync(out.raw(), 0, nb * m * n * es, c.stream));
+    SLOTH_CU_OK(cudaMemsetAsync(out.raw(), 0, nb * m * n * es, c.stream));
     env.set(in.out, std::move(out));
-    return;
+    return absl::OkStatus();
   }
   const bool fl = is_floating(in.dtype);
   // Operands whose matrices cuBLAS cannot read as they are become contiguous first.
@@ -60,7 +60,7 @@ void run_matmul(RunEnv& env, const Instr& in) {
   const int64_t sbk = lb.strides[rb - 2], sbn = lb.strides[rb - 1];
   if (!fl) {
     if (bs.size() > static_cast<size_t>(kMatmulMaxBatchDims))
-      throw Error("cuda backend: matmul with too many batch dims");
+      return absl::InvalidArgumentError("cuda backend: matmul with too many batch dims");
     IntMatmulGeo g;
     g.nd = static_cast<int>(bs.size());
     for (size_t d = 0; d < bs.size(); ++d) {
@@ -76,10 +76,10 @@ void run_matmul(RunEnv& env, const Instr& in) {
     g.sak = sak;
     g.sbk = sbk;
     g.sbn = sbn;
-    SLOTH_CU(launch_int_matmul(in.dtype == DType::kInt64, a.raw(), b.raw(), out.raw(), g,
-                               c.sm_count * 32, c.stream));
+    SLOTH_CU_OK(launch_int_matmul(in.dtype == DType::kInt64, a.raw(), b.raw(), out.raw(), g,
+                                  c.sm_count * 32, c.stream));
     env.set(in.out, std::move(out));
-    return;
+    return absl::OkStatus();
   }
   BlasLayout ma = blas_layout(m, k, sam, sak), mb = blas_layout(k, n, sbk, sbn);
   // Row-major C = A B is column-major C^T = B^T A^T.
@@ -100,19 +100,20 @@ void run_matmul(RunEnv& env, const Instr& in) {
     }
     if (in.dtype == DType::kFloat32) {
       const float alpha = 1, beta = 0;
-      SLOTH_CUBLAS(cublasSgemmStridedBatched(
+      SLOTH_CUBLAS_OK(cublasSgemmStridedBatched(
           c.blas, opb, opa, n, m, k, &alpha, b.data<float>() + ob, mb.ld, sb[nd - 1],
           a.data<float>() + oa, ma.ld, sa[nd - 1], &beta, out.data<float>() + oc, n, sc[nd - 1],
           inner));
     } else {
       const double alpha = 1, beta = 0;
-      SLOTH_CUBLAS(cublasDgemmStridedBatched(
+      SLOTH_CUBLAS_OK(cublasDgemmStridedBatched(
           c.blas, opb, opa, n, m, k, &alpha, b.data<double>() + ob, mb.ld, sb[nd - 1],
           a.data<double>() + oa, ma.ld, sa[nd - 1], &beta, out.data<double>() + oc, n,
           sc[nd - 1], inner));
     }
   }
   env.set(in.out, std::move(out));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

@@ -11,7 +11,7 @@ namespace sloth::cuda {
 
 using lazy::Instr;
 
-void run_reduce(RunEnv& env, const Instr& in) {
+absl::Status run_reduce(RunEnv& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   DeviceData out = env.alloc(in.shape, in.dtype);
   const bool arg = in.op == OpId::kArgmax || in.op == OpId::kArgmin;
@@ -27,13 +27,15 @@ void run_reduce(RunEnv& env, const Instr& in) {
   const int64_t kn = numel(ks), rn = numel(rs);
   if (kn == 0) {
     env.set(in.out, std::move(out));
-    return;
+    return absl::OkStatus();
   }
   coalesce(ks, {&kin});
-  check_rank("reduction", ks.size());
+  SLOTH_RETURN_IF_ERROR(check_rank("reduction", ks.size()));
   DeviceContext& c = DeviceContext::get();
   if (arg) {
-    if (rn == 0) throw Error(absl::StrFormat("%s: cannot reduce over an empty dim", op_name(in.op)));
+    if (rn == 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: cannot reduce over an empty dim", op_name(in.op)));
     KernelSource src = arg_reduce_source(in.op, x.dtype);
     ParamWords w;
     w.p(x.raw());
@@ -46,12 +48,13 @@ void run_reduce(RunEnv& env, const Instr& in) {
     w.arr(kin);
     launch(src, w, kn * 256, std::min<int64_t>(kn, 65535));
     env.set(in.out, std::move(out));
-    return;
+    return absl::OkStatus();
   }
   if (rn == 0 && (in.op == OpId::kAmax || in.op == OpId::kAmin))
-    throw Error(absl::StrFormat("%s: cannot reduce over an empty dim (no identity)", op_name(in.op)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: cannot reduce over an empty dim (no identity)", op_name(in.op)));
   coalesce(rs, {&rin});
-  check_rank("reduction", rs.size());
+  SLOTH_RETURN_IF_ERROR(check_rank("reduction", rs.size()));
   // Few outputs over long rows: split each row over several blocks, then merge.
   int64_t splits = 1;
   if (kn < 2 * c.sm_count && rn >= 8192)
@@ -83,6 +86,7 @@ void run_reduce(RunEnv& env, const Instr& in) {
     launch(m, mw, kn);
   }
   env.set(in.out, std::move(out));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_format.h"
+#include "core/settings.h"
 
 namespace sloth::cuda {
 
@@ -39,7 +40,7 @@ DeviceContext& DeviceContext::get() {
     SLOTH_CU(cudaGetDeviceProperties(&prop, 0));
     ctx->sm_count = std::max(prop.multiProcessorCount, 1);
     ctx->arch = absl::StrFormat("sm_%d%d", prop.major, prop.minor);
-    if (const char* a = std::getenv("SLOTH_CUDA_ARCH")) ctx->arch = a;
+    if (!settings().cuda_arch.empty()) ctx->arch = settings().cuda_arch;
     SLOTH_CUBLAS(cublasCreate(&ctx->blas));
     SLOTH_CUBLAS(cublasSetStream(ctx->blas, ctx->stream));
     return ctx;

@@ -61,10 +61,11 @@ void coalesce(Shape& shape, std::vector<Strides*> strides) {
   for (size_t k = 0; k < strides.size(); ++k) *strides[k] = std::move(st[k]);
 }
 
-void check_rank(const char* what, size_t nd) {
+absl::Status check_rank(const char* what, size_t nd) {
   if (nd > static_cast<size_t>(kMaxDims))
-    throw Error(absl::StrFormat("cuda backend: %s over %d dims after coalescing (at most %d)", what,
-                                nd, kMaxDims));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cuda backend: %s over %d dims after coalescing (at most %d)", what, nd, kMaxDims));
+  return absl::OkStatus();
 }
 
 }  // namespace sloth::cuda

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "backends/cuda/codegen.h"
 #include "core/shape.h"
 
@@ -34,7 +36,7 @@ void launch(const KernelSource& ks, ParamWords& words, int64_t work, int64_t blo
 // at least one dim.
 void coalesce(Shape& shape, std::vector<Strides*> strides);
 
-// Throws when `nd` (after coalescing) exceeds what the generic kernels take.
-void check_rank(const char* what, size_t nd);
+// An error when `nd` (after coalescing) exceeds what the generic kernels take.
+absl::Status check_rank(const char* what, size_t nd);
 
 }  // namespace sloth::cuda

@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_runtime.h"
 #include "backends/cuda/nvrtc_compile.h"
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace sloth::cuda {
 
@@ -18,7 +19,7 @@ cudaKernel_t KernelCache::get(const KernelSource& ks) {
   DeviceContext& c = DeviceContext::get();
   std::string image;
   std::string path;
-  if (const char* dir = std::getenv("SLOTH_CUDA_CACHE_DIR")) {
+  if (const std::string& dir = settings().cuda_cache_dir; !dir.empty()) {
     // The arch and the full-source hash are in the file name: a stale file is never loaded.
     path = absl::StrFormat("%s/%s.%s.%016x.cubin", dir, ks.name, c.arch, fnv1a(ks.source));
     std::ifstream f(path, std::ios::binary);

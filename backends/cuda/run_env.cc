@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/host_staging.h"
 #include "backends/cuda/kernel_launch.h"
+#include "core/error.h"
 #include "core/view_layout.h"
 
 namespace sloth::cuda {
@@ -30,12 +31,6 @@ double RunEnv::scalar(int slot) {
   const lazy::Slot& s = plan->slots[slot];
   if (s.kind == SlotKind::kScalar) return cast_scalar(scalars[s.index], s.dtype);
   return read_double(get(slot));
-}
-
-DeviceData with_layout(const DeviceData& d, Layout layout) {
-  DeviceData v = d;
-  v.layout = std::move(layout);
-  return v;
 }
 
 double cast_scalar(double v, DType dtype) {
@@ -73,7 +68,10 @@ void copy_into(const DeviceData& dst, const DeviceData& src, bool accumulate) {
   Strides ds = dst.layout.strides;
   Strides ss = broadcast_strides(src.layout.shape, src.layout.strides, shape);
   coalesce(shape, {&ds, &ss});
-  check_rank("copy", shape.size());
+  // A runtime helper with no Status to return (the CPU's copy cannot fail): the run entry
+  // turns this into the run's error.
+  if (absl::Status st = check_rank("copy", shape.size()); !st.ok())
+    throw Error(std::string(st.message()));
   KernelSource ks = copy_source(dst.dtype, src.dtype, accumulate);
   ParamWords w;
   w.p(dst.raw());

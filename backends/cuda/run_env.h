@@ -32,8 +32,7 @@ struct RunEnv {
   void set(int slot, DeviceData d) { vals[slot] = std::move(d); }
 };
 
-// `d` seen through another layout over the same storage (zero-copy view).
-DeviceData with_layout(const DeviceData& d, Layout layout);
+using lazy::with_layout;
 // `v` rounded through `dtype` (what storing it in that dtype and reading it back gives).
 double cast_scalar(double v, DType dtype);
 // Every element of `d` (contiguous) := v.

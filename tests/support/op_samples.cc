@@ -39,9 +39,9 @@ void factory_samples(Builder& b, OpId op) {
       b.add("empty", {S(1, i64), S(0, i64)}, Attrs{.dims = {0, 3}, .dtype = f32});
       return;
     case OpId::kRandint:
-      b.add("i64", {S(3, i64), S(0, i64)}, Attrs{.dims = {2, 4}, .i0 = -3, .i1 = 5, .dtype = i64});
-      b.add("f32_binary", {S(9, i64), S(17, i64)}, Attrs{.dims = {6}, .i0 = 0, .i1 = 2, .dtype = f32});
-      b.add("0dim", {S(2, i64), S(0, i64)}, Attrs{.dims = {}, .i0 = 10, .i1 = 20, .dtype = i64});
+      b.add("i64", {S(3, i64), S(0, i64)}, RandintAttrs{.shape = {2, 4}, .low = -3, .high = 5, .dtype = i64});
+      b.add("f32_binary", {S(9, i64), S(17, i64)}, RandintAttrs{.shape = {6}, .low = 0, .high = 2, .dtype = f32});
+      b.add("0dim", {S(2, i64), S(0, i64)}, RandintAttrs{.shape = {}, .low = 10, .high = 20, .dtype = i64});
       return;
     default:
       return;

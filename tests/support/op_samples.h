@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 #include "core/attrs.h"
+#include "core/op_attrs.h"
 #include "core/op_table.h"
 
 namespace sloth {

@@ -6,7 +6,7 @@ namespace sloth::samples {
 void reduce_samples(Builder& b, OpId op) {
   switch (op) {
     case OpId::kSum: case OpId::kProd:
-      b.add("dim1_keepdim_noncontig", {b.T({3, 4})}, Attrs{.dims = {1}, .flag = true}, {0});
+      b.add("dim1_keepdim_noncontig", {b.T({3, 4})}, ReduceAttrs{.dims = {1}, .keepdim = true}, {0});
       b.add("all_f64", {b.T({2, 3}, f64)}, Attrs{.dims = {}});
       b.add("dims_0_2", {b.T({2, 3, 4})}, Attrs{.dims = {0, -1}});
       b.add("empty_reduced", {b.T({0, 3})}, Attrs{.dims = {0}});
@@ -16,36 +16,36 @@ void reduce_samples(Builder& b, OpId op) {
       return;
     case OpId::kAmax: case OpId::kAmin:
       b.add("dim1_noncontig", {b.Distinct({3, 4})}, Attrs{.dims = {1}}, {0});
-      b.add("dims_0_2_keepdim_f64", {b.Distinct({2, 3, 4}, f64)}, Attrs{.dims = {0, 2}, .flag = true});
+      b.add("dims_0_2_keepdim_f64", {b.Distinct({2, 3, 4}, f64)}, ReduceAttrs{.dims = {0, 2}, .keepdim = true});
       b.add("all", {b.Distinct({2, 3})}, Attrs{.dims = {}});
       b.add("0dim", {S(-0.5)}, Attrs{.dims = {}});
       b.add("empty_kept", {b.T({0, 3})}, Attrs{.dims = {1}});
       b.add("i64", {b.Distinct({2, 4}, i64)}, Attrs{.dims = {0}});
       return;
     case OpId::kArgmax: case OpId::kArgmin:
-      b.add("dim1_noncontig", {b.Distinct({3, 4})}, Attrs{.i0 = 1}, {0});
-      b.add("dim_last_keepdim_f64", {b.Distinct({2, 3, 4}, f64)}, Attrs{.i0 = -1, .flag = true});
-      b.add("0dim", {S(2.0)}, Attrs{.i0 = 0});
-      b.add("ties_first", {V({2, 3}, {1, 3, 3, 2, 2, 0}, i64)}, Attrs{.i0 = 1});
-      b.add("empty_kept", {b.T({0, 3})}, Attrs{.i0 = 1});
+      b.add("dim1_noncontig", {b.Distinct({3, 4})}, ArgReduceAttrs{.dim = 1}, {0});
+      b.add("dim_last_keepdim_f64", {b.Distinct({2, 3, 4}, f64)}, ArgReduceAttrs{.dim = -1, .keepdim = true});
+      b.add("0dim", {S(2.0)}, ArgReduceAttrs{.dim = 0});
+      b.add("ties_first", {V({2, 3}, {1, 3, 3, 2, 2, 0}, i64)}, ArgReduceAttrs{.dim = 1});
+      b.add("empty_kept", {b.T({0, 3})}, ArgReduceAttrs{.dim = 1});
       return;
     case OpId::kMean:
       b.add("dim1_noncontig", {b.T({3, 4})}, Attrs{.dims = {1}}, {0});
-      b.add("dims_keepdim_f64", {b.T({2, 3, 4}, f64)}, Attrs{.dims = {0, 2}, .flag = true});
+      b.add("dims_keepdim_f64", {b.T({2, 3, 4}, f64)}, MeanAttrs{.dims = {0, 2}, .keepdim = true});
       b.add("all", {b.T({2, 3})}, Attrs{.dims = {}});
       b.add("0dim", {S(0.75)}, Attrs{.dims = {}});
       b.add("empty_kept", {b.T({0, 3})}, Attrs{.dims = {1}});
       return;
     case OpId::kVar: case OpId::kStd:
-      b.add("unbiased_dim1_noncontig", {b.T({3, 4})}, Attrs{.dims = {1}, .i0 = 1}, {0});
-      b.add("biased_all_f64", {b.T({2, 3}, f64)}, Attrs{.dims = {}, .i0 = 0});
-      b.add("unbiased_keepdim_f64", {b.T({2, 3, 4}, f64)}, Attrs{.dims = {0, 2}, .i0 = 1, .flag = true});
-      b.add("empty_kept", {b.T({0, 3})}, Attrs{.dims = {1}, .i0 = 1});
+      b.add("unbiased_dim1_noncontig", {b.T({3, 4})}, VarAttrs{.dims = {1}, .unbiased = true}, {0});
+      b.add("biased_all_f64", {b.T({2, 3}, f64)}, VarAttrs{.dims = {}, .unbiased = false});
+      b.add("unbiased_keepdim_f64", {b.T({2, 3, 4}, f64)}, VarAttrs{.dims = {0, 2}, .keepdim = true, .unbiased = true});
+      b.add("empty_kept", {b.T({0, 3})}, VarAttrs{.dims = {1}, .unbiased = true});
       return;
     case OpId::kLogsumexp:
       b.add("dim1_noncontig", {b.T({3, 4})}, Attrs{.dims = {1}}, {0});
       b.add("all_f64", {b.T({2, 3}, f64)}, Attrs{.dims = {}});
-      b.add("keepdim", {b.T({2, 3, 4})}, Attrs{.dims = {-1}, .flag = true});
+      b.add("keepdim", {b.T({2, 3, 4})}, ReduceAttrs{.dims = {-1}, .keepdim = true});
       b.add("i64_to_f32", {b.T({2, 3}, i64)}, Attrs{.dims = {0}});
       b.add("0dim", {S(0.3)}, Attrs{.dims = {}});
       b.add("empty_kept", {b.T({0, 3})}, Attrs{.dims = {1}});
@@ -84,42 +84,42 @@ void view_samples(Builder& b, OpId op) {
       b.add("empty", {b.T({1, 3})}, Attrs{.dims = {0, 3}});
       return;
     case OpId::kSlice:
-      b.add("step2_noncontig", {b.T({4, 5})}, Attrs{.i0 = 1, .i1 = 1, .i2 = 5, .i3 = 2}, {0});
-      b.add("negative_bounds_f64", {b.T({6}, f64)}, Attrs{.i0 = 0, .i1 = -4, .i2 = -1, .i3 = 1});
-      b.add("clamped_end", {b.T({3, 4})}, Attrs{.i0 = -1, .i1 = 1, .i2 = 100, .i3 = 3});
-      b.add("empty_result", {b.T({3, 4}, i64)}, Attrs{.i0 = 1, .i1 = 2, .i2 = 2, .i3 = 1});
-      b.add("empty_input", {b.T({0, 3})}, Attrs{.i0 = 0, .i1 = 0, .i2 = 1, .i3 = 1});
+      b.add("step2_noncontig", {b.T({4, 5})}, SliceAttrs{.dim = 1, .start = 1, .end = 5, .step = 2}, {0});
+      b.add("negative_bounds_f64", {b.T({6}, f64)}, SliceAttrs{.dim = 0, .start = -4, .end = -1, .step = 1});
+      b.add("clamped_end", {b.T({3, 4})}, SliceAttrs{.dim = -1, .start = 1, .end = 100, .step = 3});
+      b.add("empty_result", {b.T({3, 4}, i64)}, SliceAttrs{.dim = 1, .start = 2, .end = 2, .step = 1});
+      b.add("empty_input", {b.T({0, 3})}, SliceAttrs{.dim = 0, .start = 0, .end = 1, .step = 1});
       return;
     case OpId::kSelect:
-      b.add("negative_noncontig", {b.T({3, 4})}, Attrs{.i0 = -1, .i1 = -1}, {0});
-      b.add("3d_f64", {b.T({2, 3, 4}, f64)}, Attrs{.i0 = 1, .i1 = 2});
-      b.add("to_0dim", {b.T({4}, i64)}, Attrs{.i0 = 0, .i1 = 3});
-      b.add("empty", {b.T({0, 3})}, Attrs{.i0 = 1, .i1 = 0});
+      b.add("negative_noncontig", {b.T({3, 4})}, SelectAttrs{.dim = -1, .index = -1}, {0});
+      b.add("3d_f64", {b.T({2, 3, 4}, f64)}, SelectAttrs{.dim = 1, .index = 2});
+      b.add("to_0dim", {b.T({4}, i64)}, SelectAttrs{.dim = 0, .index = 3});
+      b.add("empty", {b.T({0, 3})}, SelectAttrs{.dim = 1, .index = 0});
       return;
     case OpId::kDiagonal:
-      b.add("offset1_noncontig", {b.T({3, 4})}, Attrs{.i0 = 1, .i1 = 0, .i2 = 1}, {0});
-      b.add("offset_neg_f64", {b.T({4, 3}, f64)}, Attrs{.i0 = -1, .i1 = 0, .i2 = 1});
-      b.add("3d_dims12", {b.T({2, 3, 4})}, Attrs{.i0 = 0, .i1 = 1, .i2 = 2});
-      b.add("swapped_dims", {b.T({3, 3})}, Attrs{.i0 = 1, .i1 = 1, .i2 = 0});
-      b.add("empty", {b.T({2, 3})}, Attrs{.i0 = 5, .i1 = 0, .i2 = 1});
+      b.add("offset1_noncontig", {b.T({3, 4})}, DiagonalAttrs{.offset = 1, .dim1 = 0, .dim2 = 1}, {0});
+      b.add("offset_neg_f64", {b.T({4, 3}, f64)}, DiagonalAttrs{.offset = -1, .dim1 = 0, .dim2 = 1});
+      b.add("3d_dims12", {b.T({2, 3, 4})}, DiagonalAttrs{.offset = 0, .dim1 = 1, .dim2 = 2});
+      b.add("swapped_dims", {b.T({3, 3})}, DiagonalAttrs{.offset = 1, .dim1 = 1, .dim2 = 0});
+      b.add("empty", {b.T({2, 3})}, DiagonalAttrs{.offset = 5, .dim1 = 0, .dim2 = 1});
       return;
     case OpId::kAsStrided:  // indexes the row-major buffer: inputs stay contiguous
-      b.add("2x2", {b.T({3, 4})}, Attrs{.dims = {2, 2}, .dims2 = {1, 4}, .i0 = 1});
-      b.add("overlapping_f64", {b.T({6}, f64)}, Attrs{.dims = {3, 3}, .dims2 = {1, 1}, .i0 = 0});
-      b.add("0dim_result", {b.T({2, 3})}, Attrs{.dims = {}, .dims2 = {}, .i0 = 4});
-      b.add("empty", {b.T({4})}, Attrs{.dims = {0, 2}, .dims2 = {1, 1}, .i0 = 0});
+      b.add("2x2", {b.T({3, 4})}, AsStridedAttrs{.size = {2, 2}, .stride = {1, 4}, .offset = 1});
+      b.add("overlapping_f64", {b.T({6}, f64)}, AsStridedAttrs{.size = {3, 3}, .stride = {1, 1}, .offset = 0});
+      b.add("0dim_result", {b.T({2, 3})}, AsStridedAttrs{.size = {}, .stride = {}, .offset = 4});
+      b.add("empty", {b.T({4})}, AsStridedAttrs{.size = {0, 2}, .stride = {1, 1}, .offset = 0});
       return;
     case OpId::kFlatten:
-      b.add("middle", {b.T({2, 3, 4})}, Attrs{.i0 = 1, .i1 = 2});
-      b.add("all_noncontig", {b.T({3, 4}, f64)}, Attrs{.i0 = 0, .i1 = -1}, {0});
-      b.add("0dim", {S(3.0)}, Attrs{.i0 = 0, .i1 = -1});
-      b.add("empty", {b.T({0, 3})}, Attrs{.i0 = 0, .i1 = 1});
+      b.add("middle", {b.T({2, 3, 4})}, FlattenAttrs{.start_dim = 1, .end_dim = 2});
+      b.add("all_noncontig", {b.T({3, 4}, f64)}, FlattenAttrs{.start_dim = 0, .end_dim = -1}, {0});
+      b.add("0dim", {S(3.0)}, FlattenAttrs{.start_dim = 0, .end_dim = -1});
+      b.add("empty", {b.T({0, 3})}, FlattenAttrs{.start_dim = 0, .end_dim = 1});
       return;
     case OpId::kTranspose:
-      b.add("3d", {b.T({2, 3, 4})}, Attrs{.i0 = 0, .i1 = 2});
-      b.add("noncontig_f64", {b.T({3, 4}, f64)}, Attrs{.i0 = -1, .i1 = 0}, {0});
-      b.add("0dim", {S(3.0)}, Attrs{.i0 = 0, .i1 = -1});
-      b.add("empty", {b.T({0, 3}, i64)}, Attrs{.i0 = 0, .i1 = 1});
+      b.add("3d", {b.T({2, 3, 4})}, TransposeAttrs{.dim0 = 0, .dim1 = 2});
+      b.add("noncontig_f64", {b.T({3, 4}, f64)}, TransposeAttrs{.dim0 = -1, .dim1 = 0}, {0});
+      b.add("0dim", {S(3.0)}, TransposeAttrs{.dim0 = 0, .dim1 = -1});
+      b.add("empty", {b.T({0, 3}, i64)}, TransposeAttrs{.dim0 = 0, .dim1 = 1});
       return;
     case OpId::kT:
       b.add("noncontig", {b.T({3, 4})}, {}, {0});
@@ -128,55 +128,55 @@ void view_samples(Builder& b, OpId op) {
       b.add("empty", {b.T({0, 3})});
       return;
     case OpId::kNarrow:
-      b.add("noncontig", {b.T({4, 5})}, Attrs{.i0 = 1, .i1 = 1, .i2 = 3}, {0});
-      b.add("negative_start_f64", {b.T({6}, f64)}, Attrs{.i0 = 0, .i1 = -3, .i2 = 2});
-      b.add("length0", {b.T({3, 4}, i64)}, Attrs{.i0 = 0, .i1 = 3, .i2 = 0});
+      b.add("noncontig", {b.T({4, 5})}, NarrowAttrs{.dim = 1, .start = 1, .length = 3}, {0});
+      b.add("negative_start_f64", {b.T({6}, f64)}, NarrowAttrs{.dim = 0, .start = -3, .length = 2});
+      b.add("length0", {b.T({3, 4}, i64)}, NarrowAttrs{.dim = 0, .start = 3, .length = 0});
       return;
     case OpId::kSqueeze:
-      b.add("all", {b.T({1, 3, 1})}, Attrs{.flag = true});
+      b.add("all", {b.T({1, 3, 1})}, SqueezeAttrs{.all = true});
       b.add("dim1_f64", {b.T({3, 1, 4}, f64)}, Attrs{.dims = {1}});
       b.add("not_size1", {b.T({3, 4})}, Attrs{.dims = {0}}, {0});
       b.add("noncontig", {b.T({1, 4})}, Attrs{.dims = {-2}}, {0});
-      b.add("0dim", {S(1.0)}, Attrs{.flag = true});
+      b.add("0dim", {S(1.0)}, SqueezeAttrs{.all = true});
       b.add("empty", {b.T({0, 1})}, Attrs{.dims = {1}});
       return;
     case OpId::kUnsqueeze:
-      b.add("noncontig", {b.T({3, 4})}, Attrs{.i0 = 1}, {0});
-      b.add("0dim", {S(1.0)}, Attrs{.i0 = 0});
-      b.add("last_f64", {b.T({2, 3}, f64)}, Attrs{.i0 = -1});
-      b.add("empty", {b.T({0, 3}, i64)}, Attrs{.i0 = 0});
+      b.add("noncontig", {b.T({3, 4})}, DimAttrs{.dim = 1}, {0});
+      b.add("0dim", {S(1.0)}, DimAttrs{.dim = 0});
+      b.add("last_f64", {b.T({2, 3}, f64)}, DimAttrs{.dim = -1});
+      b.add("empty", {b.T({0, 3}, i64)}, DimAttrs{.dim = 0});
       return;
     case OpId::kSplit:
-      b.add("uneven", {b.T({5, 4})}, Attrs{.i0 = 2, .i1 = 0});
-      b.add("noncontig_f64", {b.T({3, 4}, f64)}, Attrs{.i0 = 3, .i1 = 1}, {0});
-      b.add("empty", {b.T({0, 3})}, Attrs{.i0 = 2, .i1 = 0});
+      b.add("uneven", {b.T({5, 4})}, SplitAttrs{.size_or_n = 2, .dim = 0});
+      b.add("noncontig_f64", {b.T({3, 4}, f64)}, SplitAttrs{.size_or_n = 3, .dim = 1}, {0});
+      b.add("empty", {b.T({0, 3})}, SplitAttrs{.size_or_n = 2, .dim = 0});
       return;
     case OpId::kChunk:
-      b.add("uneven", {b.T({5, 4})}, Attrs{.i0 = 3, .i1 = 0});
-      b.add("noncontig_f64", {b.T({3, 4}, f64)}, Attrs{.i0 = 2, .i1 = -1}, {0});
-      b.add("empty", {b.T({0, 3})}, Attrs{.i0 = 2, .i1 = 0});
+      b.add("uneven", {b.T({5, 4})}, SplitAttrs{.size_or_n = 3, .dim = 0});
+      b.add("noncontig_f64", {b.T({3, 4}, f64)}, SplitAttrs{.size_or_n = 2, .dim = -1}, {0});
+      b.add("empty", {b.T({0, 3})}, SplitAttrs{.size_or_n = 2, .dim = 0});
       return;
     case OpId::kSliceScatter:
-      b.add("step2_noncontig", {b.T({4, 3}), b.T({2, 3})}, Attrs{.i0 = 0, .i1 = 0, .i2 = 4, .i3 = 2}, {0, 1});
-      b.add("negative_start_f64", {b.T({3, 5}, f64), b.T({3, 2}, f64)}, Attrs{.i0 = 1, .i1 = -2, .i2 = 5, .i3 = 1});
-      b.add("empty_src", {b.T({3, 4}), b.T({3, 0})}, Attrs{.i0 = 1, .i1 = 2, .i2 = 2, .i3 = 1});
-      b.add("i64", {b.T({4}, i64), b.T({2}, i64)}, Attrs{.i0 = 0, .i1 = 1, .i2 = 3, .i3 = 1});
+      b.add("step2_noncontig", {b.T({4, 3}), b.T({2, 3})}, SliceAttrs{.dim = 0, .start = 0, .end = 4, .step = 2}, {0, 1});
+      b.add("negative_start_f64", {b.T({3, 5}, f64), b.T({3, 2}, f64)}, SliceAttrs{.dim = 1, .start = -2, .end = 5, .step = 1});
+      b.add("empty_src", {b.T({3, 4}), b.T({3, 0})}, SliceAttrs{.dim = 1, .start = 2, .end = 2, .step = 1});
+      b.add("i64", {b.T({4}, i64), b.T({2}, i64)}, SliceAttrs{.dim = 0, .start = 1, .end = 3, .step = 1});
       return;
     case OpId::kSelectScatter:
-      b.add("noncontig", {b.T({3, 4}), b.T({4})}, Attrs{.i0 = 0, .i1 = 1}, {0});
-      b.add("3d_f64", {b.T({2, 3, 4}, f64), b.T({2, 4}, f64)}, Attrs{.i0 = 1, .i1 = -1});
-      b.add("0dim_src", {b.T({3}), S(2.0, f32)}, Attrs{.i0 = 0, .i1 = 2});
+      b.add("noncontig", {b.T({3, 4}), b.T({4})}, SelectAttrs{.dim = 0, .index = 1}, {0});
+      b.add("3d_f64", {b.T({2, 3, 4}, f64), b.T({2, 4}, f64)}, SelectAttrs{.dim = 1, .index = -1});
+      b.add("0dim_src", {b.T({3}), S(2.0, f32)}, SelectAttrs{.dim = 0, .index = 2});
       return;
     case OpId::kDiagonalScatter:
-      b.add("offset1_noncontig", {b.T({3, 4}), b.T({3})}, Attrs{.i0 = 1, .i1 = 0, .i2 = 1}, {0});
-      b.add("offset_neg_f64", {b.T({4, 3}, f64), b.T({3}, f64)}, Attrs{.i0 = -1, .i1 = 0, .i2 = 1});
-      b.add("3d", {b.T({2, 3, 3}), b.T({2, 3})}, Attrs{.i0 = 0, .i1 = 1, .i2 = 2});
-      b.add("empty", {b.T({2, 3}), b.T({0})}, Attrs{.i0 = 5, .i1 = 0, .i2 = 1});
+      b.add("offset1_noncontig", {b.T({3, 4}), b.T({3})}, DiagonalAttrs{.offset = 1, .dim1 = 0, .dim2 = 1}, {0});
+      b.add("offset_neg_f64", {b.T({4, 3}, f64), b.T({3}, f64)}, DiagonalAttrs{.offset = -1, .dim1 = 0, .dim2 = 1});
+      b.add("3d", {b.T({2, 3, 3}), b.T({2, 3})}, DiagonalAttrs{.offset = 0, .dim1 = 1, .dim2 = 2});
+      b.add("empty", {b.T({2, 3}), b.T({0})}, DiagonalAttrs{.offset = 5, .dim1 = 0, .dim2 = 1});
       return;
     case OpId::kAsStridedScatter:  // inputs stay contiguous (as_strided reads the buffer)
-      b.add("2x2", {b.T({3, 4}), b.T({2, 2})}, Attrs{.dims = {2, 2}, .dims2 = {1, 4}, .i0 = 1});
-      b.add("strided_f64", {b.T({6}, f64), b.T({3}, f64)}, Attrs{.dims = {3}, .dims2 = {2}, .i0 = 0});
-      b.add("empty", {b.T({4}), b.T({0})}, Attrs{.dims = {0}, .dims2 = {1}, .i0 = 0});
+      b.add("2x2", {b.T({3, 4}), b.T({2, 2})}, AsStridedAttrs{.size = {2, 2}, .stride = {1, 4}, .offset = 1});
+      b.add("strided_f64", {b.T({6}, f64), b.T({3}, f64)}, AsStridedAttrs{.size = {3}, .stride = {2}, .offset = 0});
+      b.add("empty", {b.T({4}), b.T({0})}, AsStridedAttrs{.size = {0}, .stride = {1}, .offset = 0});
       return;
     default:
       return;
@@ -209,29 +209,29 @@ void index_samples(Builder& b, OpId op) {
       b.add("empty", {b.T({0, 3}), b.T({2, 3}), b.T({2})});
       return;
     case OpId::kIndexSelect:
-      b.add("dim0_noncontig", {b.T({3, 4}), V({2}, {2, 0}, i64)}, Attrs{.i0 = 0}, {0});
-      b.add("dim1_repeat_f64", {b.T({3, 4}, f64), V({3}, {3, 1, 1}, i64)}, Attrs{.i0 = -1});
-      b.add("0dim_index", {b.T({5}), V({}, {3}, i64)}, Attrs{.i0 = 0});
-      b.add("empty_index", {b.T({3, 4}), V({0}, {}, i64)}, Attrs{.i0 = 1});
-      b.add("i64_input", {b.T({4, 2}, i64), V({2}, {1, 3}, i64)}, Attrs{.i0 = 0});
+      b.add("dim0_noncontig", {b.T({3, 4}), V({2}, {2, 0}, i64)}, DimAttrs{.dim = 0}, {0});
+      b.add("dim1_repeat_f64", {b.T({3, 4}, f64), V({3}, {3, 1, 1}, i64)}, DimAttrs{.dim = -1});
+      b.add("0dim_index", {b.T({5}), V({}, {3}, i64)}, DimAttrs{.dim = 0});
+      b.add("empty_index", {b.T({3, 4}), V({0}, {}, i64)}, DimAttrs{.dim = 1});
+      b.add("i64_input", {b.T({4, 2}, i64), V({2}, {1, 3}, i64)}, DimAttrs{.dim = 0});
       return;
     case OpId::kGather:
-      b.add("dim1_noncontig", {b.T({3, 4}), b.Idx({3, 2}, 4)}, Attrs{.i0 = 1}, {0});
-      b.add("dim0_f64", {b.T({3, 4}, f64), b.Idx({2, 4}, 3)}, Attrs{.i0 = 0});
-      b.add("i64", {b.T({2, 3}, i64), b.Idx({2, 2}, 3)}, Attrs{.i0 = -1});
-      b.add("empty_index", {b.T({3, 4}), b.Idx({0, 4}, 3)}, Attrs{.i0 = 0});
+      b.add("dim1_noncontig", {b.T({3, 4}), b.Idx({3, 2}, 4)}, DimAttrs{.dim = 1}, {0});
+      b.add("dim0_f64", {b.T({3, 4}, f64), b.Idx({2, 4}, 3)}, DimAttrs{.dim = 0});
+      b.add("i64", {b.T({2, 3}, i64), b.Idx({2, 2}, 3)}, DimAttrs{.dim = -1});
+      b.add("empty_index", {b.T({3, 4}), b.Idx({0, 4}, 3)}, DimAttrs{.dim = 0});
       return;
     case OpId::kScatterAdd:
-      b.add("dim0_noncontig", {b.T({3, 4}), b.Idx({2, 4}, 3), b.T({2, 4})}, Attrs{.i0 = 0}, {0, 2});
-      b.add("dim1_f64", {b.T({3, 4}, f64), b.Idx({3, 2}, 4), b.T({3, 2}, f64)}, Attrs{.i0 = 1});
-      b.add("i64", {b.T({4}, i64), b.Idx({6}, 4), b.T({6}, i64)}, Attrs{.i0 = 0});
-      b.add("empty_index", {b.T({3, 4}), b.Idx({0, 4}, 3), b.T({0, 4})}, Attrs{.i0 = 0});
+      b.add("dim0_noncontig", {b.T({3, 4}), b.Idx({2, 4}, 3), b.T({2, 4})}, DimAttrs{.dim = 0}, {0, 2});
+      b.add("dim1_f64", {b.T({3, 4}, f64), b.Idx({3, 2}, 4), b.T({3, 2}, f64)}, DimAttrs{.dim = 1});
+      b.add("i64", {b.T({4}, i64), b.Idx({6}, 4), b.T({6}, i64)}, DimAttrs{.dim = 0});
+      b.add("empty_index", {b.T({3, 4}), b.Idx({0, 4}, 3), b.T({0, 4})}, DimAttrs{.dim = 0});
       return;
     case OpId::kIndexAdd:
-      b.add("dim0_noncontig", {b.T({3, 4}), V({2}, {2, 0}, i64), b.T({2, 4})}, Attrs{.i0 = 0}, {0, 2});
-      b.add("dim1_repeat_f64", {b.T({3, 4}, f64), V({3}, {1, 3, 1}, i64), b.T({3, 3}, f64)}, Attrs{.i0 = 1});
-      b.add("i64", {b.T({4}, i64), V({2}, {3, 3}, i64), b.T({2}, i64)}, Attrs{.i0 = 0});
-      b.add("empty_index", {b.T({3, 4}), V({0}, {}, i64), b.T({0, 4})}, Attrs{.i0 = 0});
+      b.add("dim0_noncontig", {b.T({3, 4}), V({2}, {2, 0}, i64), b.T({2, 4})}, DimAttrs{.dim = 0}, {0, 2});
+      b.add("dim1_repeat_f64", {b.T({3, 4}, f64), V({3}, {1, 3, 1}, i64), b.T({3, 3}, f64)}, DimAttrs{.dim = 1});
+      b.add("i64", {b.T({4}, i64), V({2}, {3, 3}, i64), b.T({2}, i64)}, DimAttrs{.dim = 0});
+      b.add("empty_index", {b.T({3, 4}), V({0}, {}, i64), b.T({0, 4})}, DimAttrs{.dim = 0});
       return;
     case OpId::kIndexPut: case OpId::kIndexPut_:
       b.add("broadcast_values_noncontig", {b.T({4, 3}), V({2}, {1, -1}, i64), b.T({3})}, {}, {0});
@@ -241,24 +241,24 @@ void index_samples(Builder& b, OpId op) {
       b.add("empty_index", {b.T({3, 2}), V({0}, {}, i64), b.T({2})});
       return;
     case OpId::kOneHot:
-      b.add("1d", {b.Idx({4}, 5)}, Attrs{.i0 = 5});
-      b.add("2d", {b.Idx({2, 3}, 3)}, Attrs{.i0 = 3});
-      b.add("0dim", {V({}, {1}, i64)}, Attrs{.i0 = 2});
-      b.add("empty", {b.Idx({0}, 3)}, Attrs{.i0 = 3});
+      b.add("1d", {b.Idx({4}, 5)}, OneHotAttrs{.num_classes = 5});
+      b.add("2d", {b.Idx({2, 3}, 3)}, OneHotAttrs{.num_classes = 3});
+      b.add("0dim", {V({}, {1}, i64)}, OneHotAttrs{.num_classes = 2});
+      b.add("empty", {b.Idx({0}, 3)}, OneHotAttrs{.num_classes = 3});
       return;
     case OpId::kCat:
-      b.add("promote_noncontig", {b.T({2, 3}), b.T({1, 3}, f64)}, Attrs{.i0 = 0}, {0});
-      b.add("last_dim_with_empty", {b.T({2, 3}), b.T({2, 0}), b.T({2, 2})}, Attrs{.i0 = -1});
-      b.add("i64_bool", {b.T({3}, i64), b.T({2}, b8)}, Attrs{.i0 = 0});
-      b.add("f32_i64", {b.T({2, 2}), b.T({2, 2}, i64)}, Attrs{.i0 = 1});
-      b.add("single", {b.T({2, 2}, f64)}, Attrs{.i0 = 0});
+      b.add("promote_noncontig", {b.T({2, 3}), b.T({1, 3}, f64)}, DimAttrs{.dim = 0}, {0});
+      b.add("last_dim_with_empty", {b.T({2, 3}), b.T({2, 0}), b.T({2, 2})}, DimAttrs{.dim = -1});
+      b.add("i64_bool", {b.T({3}, i64), b.T({2}, b8)}, DimAttrs{.dim = 0});
+      b.add("f32_i64", {b.T({2, 2}), b.T({2, 2}, i64)}, DimAttrs{.dim = 1});
+      b.add("single", {b.T({2, 2}, f64)}, DimAttrs{.dim = 0});
       return;
     case OpId::kStack:
-      b.add("promote_noncontig", {b.T({2, 3}), b.T({2, 3}, f64)}, Attrs{.i0 = 0}, {0, 1});
-      b.add("last_dim", {b.T({3}), b.T({3}), b.T({3})}, Attrs{.i0 = -1});
-      b.add("0dim", {S(1.0), S(2.0)}, Attrs{.i0 = 0});
-      b.add("i64_bool", {b.T({2}, i64), b.T({2}, b8)}, Attrs{.i0 = 1});
-      b.add("empty", {b.T({0, 2}), b.T({0, 2})}, Attrs{.i0 = 1});
+      b.add("promote_noncontig", {b.T({2, 3}), b.T({2, 3}, f64)}, DimAttrs{.dim = 0}, {0, 1});
+      b.add("last_dim", {b.T({3}), b.T({3}), b.T({3})}, DimAttrs{.dim = -1});
+      b.add("0dim", {S(1.0), S(2.0)}, DimAttrs{.dim = 0});
+      b.add("i64_bool", {b.T({2}, i64), b.T({2}, b8)}, DimAttrs{.dim = 1});
+      b.add("empty", {b.T({0, 2}), b.T({0, 2})}, DimAttrs{.dim = 1});
       return;
     case OpId::kClone: case OpId::kContiguous:
       b.add("noncontig", {b.T({3, 4})}, {}, {0});
@@ -268,11 +268,11 @@ void index_samples(Builder& b, OpId op) {
       b.add("empty", {b.T({0, 3})});
       return;
     case OpId::kSoftmax: case OpId::kLogSoftmax:
-      b.add("dim1_noncontig", {b.T({3, 4})}, Attrs{.i0 = 1}, {0});
-      b.add("dim0_f64", {b.T({2, 3, 4}, f64)}, Attrs{.i0 = 0});
-      b.add("0dim", {S(0.5)}, Attrs{.i0 = 0});
-      b.add("i64_to_f32", {b.T({2, 3}, i64)}, Attrs{.i0 = -1});
-      b.add("empty", {b.T({0, 3})}, Attrs{.i0 = 1});
+      b.add("dim1_noncontig", {b.T({3, 4})}, DimAttrs{.dim = 1}, {0});
+      b.add("dim0_f64", {b.T({2, 3, 4}, f64)}, DimAttrs{.dim = 0});
+      b.add("0dim", {S(0.5)}, DimAttrs{.dim = 0});
+      b.add("i64_to_f32", {b.T({2, 3}, i64)}, DimAttrs{.dim = -1});
+      b.add("empty", {b.T({0, 3})}, DimAttrs{.dim = 1});
       return;
     case OpId::kCrossEntropy: case OpId::kNllLoss:
       b.add("2x3", {b.T({2, 3}), V({2}, {2, 0}, i64)});
@@ -290,17 +290,17 @@ void index_samples(Builder& b, OpId op) {
       b.add("0dim", {S(0.5), S(0.25)});
       return;
     case OpId::kDropout:
-      b.add("eval", {b.T({3, 4})}, Attrs{.f0 = 0.5, .flag = false}, {0});
-      b.add("train_p0_f64", {b.T({2, 3}, f64)}, Attrs{.f0 = 0.0, .flag = true});
-      b.add("train_p1", {b.T({2, 3})}, Attrs{.f0 = 1.0, .flag = true});
-      b.add("train_random", {b.T({4, 4})}, Attrs{.f0 = 0.5, .flag = true});
-      b.add("eval_empty", {b.T({0, 3})}, Attrs{.f0 = 0.2, .flag = false});
+      b.add("eval", {b.T({3, 4})}, DropoutAttrs{.p = 0.5, .train = false}, {0});
+      b.add("train_p0_f64", {b.T({2, 3}, f64)}, DropoutAttrs{.p = 0.0, .train = true});
+      b.add("train_p1", {b.T({2, 3})}, DropoutAttrs{.p = 1.0, .train = true});
+      b.add("train_random", {b.T({4, 4})}, DropoutAttrs{.p = 0.5, .train = true});
+      b.add("eval_empty", {b.T({0, 3})}, DropoutAttrs{.p = 0.2, .train = false});
       return;
     case OpId::kLayerNorm:
-      b.add("weight_bias", {b.T({2, 3, 4}), b.T({4}), b.T({4})}, Attrs{.dims = {4}, .f0 = 1e-5});
-      b.add("plain_noncontig", {b.T({3, 4})}, Attrs{.dims = {4}, .f0 = 1e-5}, {0});
-      b.add("2d_norm_weight_f64", {b.T({2, 2, 3}, f64), b.T({2, 3}, f64)}, Attrs{.dims = {2, 3}, .f0 = 1e-3}, {1});
-      b.add("empty_rows", {b.T({0, 4})}, Attrs{.dims = {4}, .f0 = 1e-5});
+      b.add("weight_bias", {b.T({2, 3, 4}), b.T({4}), b.T({4})}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5});
+      b.add("plain_noncontig", {b.T({3, 4})}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5}, {0});
+      b.add("2d_norm_weight_f64", {b.T({2, 2, 3}, f64), b.T({2, 3}, f64)}, LayerNormAttrs{.normalized_shape = {2, 3}, .eps = 1e-3}, {1});
+      b.add("empty_rows", {b.T({0, 4})}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5});
       return;
     case OpId::kEmbedding:
       b.add("noncontig", {b.T({5, 3}), b.Idx({4}, 5)}, {}, {0});

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 #include "sloth/sloth.h"
 
 namespace sloth::testing {

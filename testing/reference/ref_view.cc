@@ -2,7 +2,8 @@
 // inverses (the Scatter ops), and split / chunk.
 #include <algorithm>
 
-#include "backends/reference/ref_internal.h"
+#include "core/op_attrs.h"
+#include "testing/reference/ref_internal.h"
 #include "core/view_layout.h"
 
 namespace sloth::ref {
@@ -53,15 +54,16 @@ absl::StatusOr<Values> eval_view(const Ctx& c) {
 
 absl::StatusOr<std::vector<RefTensor>> eval_split(const Ctx& c) {
   const RefTensor& x = c.in[0];
-  const int64_t d = c.a.i1, size = x.shape[d];
+  const auto [n, d] = SplitAttrs::of(c.a);  // split: piece size; chunk: number of pieces
+  const int64_t size = x.shape[d];
   std::vector<int64_t> sizes;
   if (c.op == OpId::kSplit) {
-    int64_t pieces = std::max<int64_t>((size + c.a.i0 - 1) / c.a.i0, 1);
-    for (int64_t p = 0; p < pieces; ++p) sizes.push_back(std::min(c.a.i0, size - p * c.a.i0));
+    int64_t pieces = std::max<int64_t>((size + n - 1) / n, 1);
+    for (int64_t p = 0; p < pieces; ++p) sizes.push_back(std::min(n, size - p * n));
   } else {
-    int64_t each = (size + c.a.i0 - 1) / c.a.i0;
+    int64_t each = (size + n - 1) / n;
     if (each == 0) {
-      sizes.assign(c.a.i0, 0);  // torch.chunk of an empty dim: n empty chunks
+      sizes.assign(n, 0);  // torch.chunk of an empty dim: n empty chunks
     } else {
       for (int64_t start = 0; start < size; start += each) sizes.push_back(std::min(each, size - start));
     }
@@ -69,11 +71,7 @@ absl::StatusOr<std::vector<RefTensor>> eval_split(const Ctx& c) {
   std::vector<RefTensor> out;
   int64_t start = 0;
   for (int64_t s : sizes) {
-    Attrs a;
-    a.i0 = d;
-    a.i1 = start;
-    a.i2 = start + s;
-    a.i3 = 1;
+    const Attrs a = SliceAttrs{.dim = d, .start = start, .end = start + s, .step = 1};
     auto l = layout_of(OpId::kSlice, a, x.shape);
     if (!l.ok()) return l.status();
     out.push_back(RefTensor{l->shape, x.dtype, read(x, *l)});

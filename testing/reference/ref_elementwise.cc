@@ -3,7 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/reference/ref_internal.h"
+#include "core/op_attrs.h"
+#include "testing/reference/ref_internal.h"
 #include "core/philox.h"
 
 namespace sloth::ref {
@@ -110,11 +111,12 @@ absl::StatusOr<Values> eval_factory(const Ctx& c) {
     }
     case OpId::kRand: case OpId::kRandn: case OpId::kRandint: {
       uint64_t seed = as_u64(c.in[0].v[0]), offset = as_u64(c.in[1].v[0]);
+      const RandintAttrs r = RandintAttrs::of(c.a);
       for (int64_t i = 0; i < n; ++i) {
         uint64_t k = offset + static_cast<uint64_t>(i);
         v[i] = c.op == OpId::kRand    ? philox::uniform(seed, k, dt == DType::kFloat64)
              : c.op == OpId::kRandn   ? philox::normal(seed, k)
-                                      : static_cast<double>(philox::integer(seed, k, c.a.i0, c.a.i1));
+                                      : static_cast<double>(philox::integer(seed, k, r.low, r.high));
       }
       return v;
     }
@@ -140,7 +142,8 @@ absl::StatusOr<Values> eval_elementwise(const Ctx& c) {
   if (cat == OpCategory::Binary) {
     // Both sides are converted to the computation type first: the result type, or for
     // comparisons and logical ops the type the rule compares in (attrs.dtype).
-    const DType t = c.op >= OpId::kEq && c.op <= OpId::kLogicalOr ? c.a.dtype : c.out.dtype;
+    const bool logical = c.op == OpId::kLogicalAnd || c.op == OpId::kLogicalOr;
+    const DType t = op_info(c.op).facts.compare || logical ? c.a.dtype : c.out.dtype;
     for (int64_t i = 0; i < n; ++i) {
       Index idx = unravel(i, os);
       double x = ref_cast(bget(c.in[0], idx), t), y = ref_cast(bget(c.in[1], idx), t);

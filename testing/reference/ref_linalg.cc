@@ -1,6 +1,6 @@
 // Reference kernels: matmul (torch.matmul: 1-D, 2-D, batched with broadcasting), mm, bmm,
 // linear.
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth::ref {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 #include "core/error.h"
 
 namespace sloth::ref {

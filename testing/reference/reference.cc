@@ -1,11 +1,11 @@
 // ref_eval: runs the rule, dispatches to the per-category kernels, casts the result.
-#include "backends/reference/reference.h"
+#include "testing/reference/reference.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "backends/reference/ref_internal.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth {
 
@@ -82,20 +82,6 @@ RefTensor cast_to(const RefTensor& t, DType dtype) { return ref_tensor(t.shape, 
 namespace {
 
 // The functional op whose result an in-place op writes into operand 0.
-OpId functional_of(OpId op) {
-  switch (op) {
-    case OpId::kAdd_: return OpId::kAdd;
-    case OpId::kSub_: return OpId::kSub;
-    case OpId::kMul_: return OpId::kMul;
-    case OpId::kDiv_: return OpId::kDiv;
-    case OpId::kClamp_: return OpId::kClamp;
-    case OpId::kRelu_: return OpId::kRelu;
-    case OpId::kMaskedFill_: return OpId::kMaskedFill;
-    case OpId::kIndexPut_: return OpId::kIndexPut;
-    default: return op;
-  }
-}
-
 absl::StatusOr<Values> eval_inplace(const Ctx& c) {
   const RefTensor& self = c.in[0];
   switch (c.op) {
@@ -106,7 +92,9 @@ absl::StatusOr<Values> eval_inplace(const Ctx& c) {
     case OpId::kZero_:
       return Values(self.v.size(), 0.0);
     default: {
-      auto r = ref_eval(functional_of(c.op), c.in, c.a);
+      const std::optional<OpId> fn = op_info(c.op).facts.functional;
+      if (!fn) return invalid("%s: the op table names no out-of-place op for it", op_name(c.op));
+      auto r = ref_eval(*fn, c.in, c.a);
       if (!r.ok()) return r.status();
       return std::move(r->v);  // cast to self's dtype by the caller
     }

@@ -4,7 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/reference/ref_internal.h"
+#include "core/op_attrs.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth::ref {
 namespace {
@@ -102,8 +103,8 @@ absl::StatusOr<Values> eval_reduce(const Ctx& c) {
         break;
       }
       case OpId::kMean: v.push_back(mean(e)); break;
-      case OpId::kVar: v.push_back(var(e, c.a.i0 != 0)); break;
-      case OpId::kStd: v.push_back(std::sqrt(var(e, c.a.i0 != 0))); break;
+      case OpId::kVar: v.push_back(var(e, VarAttrs::of(c.a).unbiased)); break;
+      case OpId::kStd: v.push_back(std::sqrt(var(e, VarAttrs::of(c.a).unbiased))); break;
       case OpId::kLogsumexp: v.push_back(logsumexp(e)); break;
       default: return invalid("%s: not a reduction", op_name(c.op));
     }
@@ -116,7 +117,7 @@ absl::StatusOr<Values> eval_nn(const Ctx& c) {
   switch (c.op) {
     case OpId::kSoftmax: case OpId::kLogSoftmax: {
       Values v(x.v.size());
-      for (const Index& line : lines(x.shape, c.a.i0)) {
+      for (const Index& line : lines(x.shape, DimAttrs::of(c.a).dim)) {
         Values e;
         for (int64_t i : line) e.push_back(x.v[i]);
         double lse = logsumexp(e);
@@ -151,8 +152,8 @@ absl::StatusOr<Values> eval_nn(const Ctx& c) {
       return Values{total / static_cast<double>(x.v.size())};
     }
     case OpId::kDropout: {
-      const double p = c.a.f0;
-      if (!c.a.flag || p == 0) return x.v;
+      const auto [p, train] = DropoutAttrs::of(c.a);
+      if (!train || p == 0) return x.v;
       if (p == 1) return Values(x.v.size(), 0.0);  // torch: every element dropped
       return absl::FailedPreconditionError(
           "dropout: nondeterministic in train mode with 0 < p < 1 (no reference)");
@@ -162,7 +163,7 @@ absl::StatusOr<Values> eval_nn(const Ctx& c) {
       Values v(x.v.size());
       for (int64_t r = 0; r < n; ++r) {
         Values e(x.v.begin() + r * m, x.v.begin() + (r + 1) * m);
-        double mu = mean(e), rstd = 1.0 / std::sqrt(var(e, false) + c.a.f0);
+        double mu = mean(e), rstd = 1.0 / std::sqrt(var(e, false) + LayerNormAttrs::of(c.a).eps);
         for (int64_t k = 0; k < m; ++k) {
           double y = (e[k] - mu) * rstd;
           if (c.in.size() > 1) y *= c.in[1].v[k];

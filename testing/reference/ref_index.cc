@@ -1,6 +1,7 @@
 // Reference kernels: indexing (index_select, gather, scatter_add, index_add, index_put,
 // one_hot, embedding, masked_fill) and shape ops (cat, stack, clone, contiguous).
-#include "backends/reference/ref_internal.h"
+#include "core/op_attrs.h"
+#include "testing/reference/ref_internal.h"
 
 namespace sloth::ref {
 namespace {
@@ -25,7 +26,7 @@ absl::StatusOr<Values> eval_index(const Ctx& c) {
   const RefTensor& x = c.in[0];
   const Shape& os = c.out.shape;
   const int64_t n = numel(os);
-  const int64_t d = c.a.i0;
+  const int64_t d = DimAttrs::of(c.a).dim;
   Values v;
   switch (c.op) {
     case OpId::kClone: case OpId::kContiguous:
@@ -107,8 +108,9 @@ absl::StatusOr<Values> eval_index(const Ctx& c) {
     case OpId::kOneHot: {
       for (int64_t i = 0; i < static_cast<int64_t>(x.v.size()); ++i) {
         int64_t k;
-        REF_ASSIGN(k, checked(c.op, x.v[i], c.a.i0));
-        for (int64_t j = 0; j < c.a.i0; ++j) v.push_back(j == k ? 1.0 : 0.0);
+        const int64_t classes = OneHotAttrs::of(c.a).num_classes;
+        REF_ASSIGN(k, checked(c.op, x.v[i], classes));
+        for (int64_t j = 0; j < classes; ++j) v.push_back(j == k ? 1.0 : 0.0);
       }
       return v;
     }

@@ -1,0 +1,213 @@
+// Typed views of Attrs, one per op family, declared beside the op table (core/ops.def names
+// the view of each op that takes attributes). Code packs and unpacks attributes only through
+// these: `SliceAttrs::of(attrs).dim`, `call_op(OpId::kSlice, {x}, SliceAttrs{.dim = 0, ...})`.
+// Each view's AttrMap below is the one place that says where its fields are kept in Attrs;
+// Attrs stays the storage, so hashing and the plan cache do not change.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "absl/types/span.h"
+#include "core/attrs.h"
+#include "core/dtype.h"
+
+namespace sloth {
+namespace attrs_detail {
+struct Load {  // view field <- storage
+  template <class Field, class Slot>
+  void operator()(Field& field, const Slot& slot) const {
+    if constexpr (std::is_same_v<Field, Slot>) field = slot;
+    else field = static_cast<Field>(slot);
+  }
+};
+struct Store {  // view field -> storage
+  template <class Field, class Slot>
+  void operator()(const Field& field, Slot& slot) const {
+    if constexpr (std::is_same_v<Field, Slot>) slot = field;
+    else slot = static_cast<Slot>(field);
+  }
+};
+}  // namespace attrs_detail
+
+// A shape or dim list (std::vector, braced list) as an attrs field.
+inline AttrDims attr_dims(absl::Span<const int64_t> s) { return AttrDims(s.begin(), s.end()); }
+
+// Every field defaults to what an empty Attrs holds, so a view names only what differs.
+// Inside a view: View::of(attrs) reads it, view.store(attrs) writes its fields (and no
+// others) back, and a view converts to the Attrs holding only its fields.
+#define SLOTH_ATTR_VIEW(View)                                                      \
+  static View of(const Attrs& a) {                                                 \
+    View v;                                                                        \
+    AttrMap<View>::map(v, a, attrs_detail::Load{});                                \
+    return v;                                                                      \
+  }                                                                                \
+  void store(Attrs& a) const { AttrMap<View>::map(*this, a, attrs_detail::Store{}); } \
+  operator Attrs() const {                                                         \
+    Attrs a;                                                                       \
+    store(a);                                                                      \
+    return a;                                                                      \
+  }
+
+// Where View's fields live: `f(field, slot)` for each field, for both directions.
+#define SLOTH_ATTR_MAP(View, ...)                        \
+  struct View;                                           \
+  template <>                                            \
+  struct AttrMap<View> {                                 \
+    template <class V, class A, class F>                 \
+    static void map(V& v, A& a, F f) { __VA_ARGS__; }    \
+  }
+
+// Reductions. Every reduction view (Reduce, Mean, Var, ArgReduce) keeps keepdim in the same
+// slot, and the reduced dims in Attrs::dims, so the shared reduction rule and kernels read
+// ReduceAttrs of any of them (tests/op_table_test checks it).
+
+// Sum, Prod, Amax, Amin, Logsumexp: dims {} = all.
+SLOTH_ATTR_MAP(ReduceAttrs, f(v.dims, a.dims); f(v.keepdim, a.slots.flag));
+struct ReduceAttrs {
+  AttrDims dims;
+  bool keepdim = false;
+  SLOTH_ATTR_VIEW(ReduceAttrs)
+};
+
+// Mean: PyTorch's mean(x) saves nothing while mean(x, dims) saves x, even for every dim.
+SLOTH_ATTR_MAP(MeanAttrs, f(v.dims, a.dims); f(v.keepdim, a.slots.flag);
+               f(v.no_dim_list, a.slots.i3));
+struct MeanAttrs {
+  AttrDims dims;
+  bool keepdim = false;
+  bool no_dim_list = false;  // called as mean(x)
+  SLOTH_ATTR_VIEW(MeanAttrs)
+};
+
+// Var, Std.
+SLOTH_ATTR_MAP(VarAttrs, f(v.dims, a.dims); f(v.keepdim, a.slots.flag); f(v.unbiased, a.slots.i0));
+struct VarAttrs {
+  AttrDims dims;
+  bool keepdim = false;
+  bool unbiased = false;
+  SLOTH_ATTR_VIEW(VarAttrs)
+};
+
+// Argmax, Argmin (their rule also sets dims to {dim} for the shared reduction code).
+SLOTH_ATTR_MAP(ArgReduceAttrs, f(v.dim, a.slots.i0); f(v.keepdim, a.slots.flag));
+struct ArgReduceAttrs {
+  int64_t dim = 0;
+  bool keepdim = false;
+  SLOTH_ATTR_VIEW(ArgReduceAttrs)
+};
+
+// One dim: Unsqueeze, IndexSelect, Gather, ScatterAdd, IndexAdd, Cat, Stack, Softmax,
+// LogSoftmax.
+SLOTH_ATTR_MAP(DimAttrs, f(v.dim, a.slots.i0));
+struct DimAttrs {
+  int64_t dim = 0;
+  SLOTH_ATTR_VIEW(DimAttrs)
+};
+
+// Slice, SliceScatter: indices start, start + step, ... below end along dim.
+SLOTH_ATTR_MAP(SliceAttrs, f(v.dim, a.slots.i0); f(v.start, a.slots.i1); f(v.end, a.slots.i2);
+               f(v.step, a.slots.i3));
+struct SliceAttrs {
+  int64_t dim = 0, start = 0, end = 0, step = 0;
+  SLOTH_ATTR_VIEW(SliceAttrs)
+};
+
+// Narrow: length elements from start.
+SLOTH_ATTR_MAP(NarrowAttrs, f(v.dim, a.slots.i0); f(v.start, a.slots.i1); f(v.length, a.slots.i2));
+struct NarrowAttrs {
+  int64_t dim = 0, start = 0, length = 0;
+  SLOTH_ATTR_VIEW(NarrowAttrs)
+};
+
+// Select, SelectScatter.
+SLOTH_ATTR_MAP(SelectAttrs, f(v.dim, a.slots.i0); f(v.index, a.slots.i1));
+struct SelectAttrs {
+  int64_t dim = 0, index = 0;
+  SLOTH_ATTR_VIEW(SelectAttrs)
+};
+
+// Diagonal, DiagonalScatter.
+SLOTH_ATTR_MAP(DiagonalAttrs, f(v.offset, a.slots.i0); f(v.dim1, a.slots.i1);
+               f(v.dim2, a.slots.i2));
+struct DiagonalAttrs {
+  int64_t offset = 0, dim1 = 0, dim2 = 0;
+  SLOTH_ATTR_VIEW(DiagonalAttrs)
+};
+
+// AsStrided, AsStridedScatter: offset in elements of the input's storage.
+SLOTH_ATTR_MAP(AsStridedAttrs, f(v.size, a.dims); f(v.stride, a.slots.dims2);
+               f(v.offset, a.slots.i0));
+struct AsStridedAttrs {
+  AttrDims size, stride;
+  int64_t offset = 0;
+  SLOTH_ATTR_VIEW(AsStridedAttrs)
+};
+
+// Flatten.
+SLOTH_ATTR_MAP(FlattenAttrs, f(v.start_dim, a.slots.i0); f(v.end_dim, a.slots.i1));
+struct FlattenAttrs {
+  int64_t start_dim = 0, end_dim = 0;
+  SLOTH_ATTR_VIEW(FlattenAttrs)
+};
+
+// Transpose.
+SLOTH_ATTR_MAP(TransposeAttrs, f(v.dim0, a.slots.i0); f(v.dim1, a.slots.i1));
+struct TransposeAttrs {
+  int64_t dim0 = 0, dim1 = 0;
+  SLOTH_ATTR_VIEW(TransposeAttrs)
+};
+
+// Squeeze: the size-1 dims among `dims`, or every size-1 dim when `all`.
+SLOTH_ATTR_MAP(SqueezeAttrs, f(v.dims, a.dims); f(v.all, a.slots.flag));
+struct SqueezeAttrs {
+  AttrDims dims;
+  bool all = false;
+  SLOTH_ATTR_VIEW(SqueezeAttrs)
+};
+
+// Split (pieces of size_or_n elements), Chunk (size_or_n pieces); both return a list.
+SLOTH_ATTR_MAP(SplitAttrs, f(v.size_or_n, a.slots.i0); f(v.dim, a.slots.i1));
+struct SplitAttrs {
+  int64_t size_or_n = 0, dim = 0;
+  SLOTH_ATTR_VIEW(SplitAttrs)
+};
+
+// OneHot.
+SLOTH_ATTR_MAP(OneHotAttrs, f(v.num_classes, a.slots.i0));
+struct OneHotAttrs {
+  int64_t num_classes = 0;
+  SLOTH_ATTR_VIEW(OneHotAttrs)
+};
+
+// Randint: values in [low, high) of `dtype`, of `shape` (the other factories use
+// Attrs::dims and Attrs::dtype alone).
+SLOTH_ATTR_MAP(RandintAttrs, f(v.shape, a.dims); f(v.low, a.slots.i0); f(v.high, a.slots.i1);
+               f(v.dtype, a.dtype));
+struct RandintAttrs {
+  AttrDims shape;
+  int64_t low = 0, high = 0;
+  DType dtype = DType::kFloat32;
+  SLOTH_ATTR_VIEW(RandintAttrs)
+};
+
+// Dropout: p is the probability of zeroing; identity unless train.
+SLOTH_ATTR_MAP(DropoutAttrs, f(v.p, a.slots.f0); f(v.train, a.slots.flag));
+struct DropoutAttrs {
+  double p = 0;
+  bool train = false;
+  SLOTH_ATTR_VIEW(DropoutAttrs)
+};
+
+// LayerNorm.
+SLOTH_ATTR_MAP(LayerNormAttrs, f(v.normalized_shape, a.dims); f(v.eps, a.slots.f0));
+struct LayerNormAttrs {
+  AttrDims normalized_shape;
+  double eps = 0;
+  SLOTH_ATTR_VIEW(LayerNormAttrs)
+};
+
+#undef SLOTH_ATTR_MAP
+#undef SLOTH_ATTR_VIEW
+
+}  // namespace sloth
