@@ -50,7 +50,7 @@ void factory_samples(Builder& b, OpId op) {
 
 namespace {
 
-bool is_compare(OpId op) { return op >= OpId::kEq && op <= OpId::kGe; }
+bool is_compare(OpId op) { return op_info(op).facts.compare; }
 
 void unary(Builder& b, OpId op) {
   // Domains: positive for log/sqrt/rsqrt/log1p; off the 0.5-grid for floor/ceil/round.
