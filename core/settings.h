@@ -30,7 +30,7 @@ struct Settings {
   // (off by default: slower in the measurements so far; kept for measuring).
   bool small_gemm = false;
 
-  // The CPU tile interpreter (backends/cpu/elementwise*), for measurements:
+  // The CPU tile interpreter (backends/cpu/tile_*), for measurements:
   // SLOTH_TILE: elements per tile, a power of two in [64, 16384] (else the default).
   int64_t tile = 512;
   // SLOTH_PREFETCH_TILES: how many tiles ahead operands are prefetched (0: none).

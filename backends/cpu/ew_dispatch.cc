@@ -1,5 +1,7 @@
 #include "backends/cpu/ew_dispatch.h"
 
+#include "core/settings.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -17,8 +19,7 @@ namespace {
 // slower than AVX2 on the machines this was tuned on (tests/fusion_bandwidth).
 bool use_avx512() {
   static const bool v = [] {
-    const char* e = std::getenv("SLOTH_EW_ISA");
-    if (!e || std::strcmp(e, "avx512") != 0) return false;
+    if (settings().ew_isa != Isa::kAvx512) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

@@ -2,40 +2,29 @@
 // scalar-operand form of a binary op where one operand is a bound scalar), its scalars become
 // constant registers, and the operands an output may overwrite in place are found.
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/tile_program.h"
+#include "core/settings.h"
 
 namespace sloth::cpu {
 
-// Elements per tile; SLOTH_TILE overrides it (a power of two, 64 .. 16384), for measurements.
-const int64_t kTile = [] {
-  const char* v = std::getenv("SLOTH_TILE");
-  int64_t t = v ? std::atoll(v) : 512;
-  return (t >= 64 && t <= 16384 && (t & (t - 1)) == 0) ? t : int64_t{512};
-}();
+// Elements per tile (SLOTH_TILE, core/settings.h).
+const int64_t kTile = settings().tile;
 // Scratch registers are kRegStride apart, not kRegBytes: at a power-of-two stride every
 // register's tile falls into the same L1 sets (and so do the operand tiles, which share their
 // offsets), and chains with many live registers missed L1 on set conflicts. The extra
 // quarter tile plus one line staggers consecutive registers over the sets.
 const int64_t kRegBytes = kTile * 8;
 const int64_t kRegStride = kRegBytes + kTile * 2 + 64;
-// How far ahead (in tiles) run_chunk prefetches operands; SLOTH_PREFETCH_TILES overrides it
-// (0 disables), for measurements.
-const int64_t kPrefetchTiles = [] {
-  const char* v = std::getenv("SLOTH_PREFETCH_TILES");
-  return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{0};
-}();
+// How far ahead (in tiles) run_chunk prefetches operands (SLOTH_PREFETCH_TILES; 0: never).
+const int64_t kPrefetchTiles = std::max<int64_t>(0, settings().prefetch_tiles);
 // Outputs at least this large (all outputs of a run together) are written with streaming
 // stores: about the size of the last-level cache share of one core.
-// SLOTH_STREAM_MB overrides it (0 disables streaming), for measurements.
-const int64_t kStreamBytes = [] {
-  const char* v = std::getenv("SLOTH_STREAM_MB");
-  int64_t mb = v ? std::atoll(v) : 8;
-  return mb <= 0 ? std::numeric_limits<int64_t>::max() : mb << 20;
-}();
+// SLOTH_STREAM_MB sets it (0 or less: never stream).
+const int64_t kStreamBytes = settings().stream_mb <= 0 ? std::numeric_limits<int64_t>::max()
+                                                      : settings().stream_mb << 20;
 
 TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
                          const std::vector<int32_t>& materialize, const ProgramOptions& opt) {

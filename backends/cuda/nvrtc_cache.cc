@@ -20,8 +20,10 @@ cudaKernel_t KernelCache::get(const KernelSource& ks) {
   std::string image;
   std::string path;
   if (const std::string& dir = settings().cuda_cache_dir; !dir.empty()) {
-    // The arch and the full-source hash are in the file name: a stale file is never loaded.
-    path = absl::StrFormat("%s/%s.%s.%016x.cubin", dir, ks.name, c.arch, fnv1a(ks.source));
+    // The arch, the options and the full-source hash are in the file name: a stale file is
+    // never loaded.
+    path = absl::StrFormat("%s/%s.%s.%s.%016x.cubin", dir, ks.name, c.arch, kNvrtcOptionsTag,
+                           fnv1a(ks.source));
     std::ifstream f(path, std::ios::binary);
     if (f) {
       std::stringstream ss;

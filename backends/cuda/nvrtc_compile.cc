@@ -16,7 +16,11 @@ absl::StatusOr<CompiledCode> nvrtc_compile(const std::string& source, const std:
     return absl::InternalError(absl::StrFormat("nvrtcCreateProgram(%s) failed: %s", name,
                                                nvrtcGetErrorString(r)));
   const std::string arch_opt = "--gpu-architecture=" + arch;
-  std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device"};
+  // --fmad=false: each op's result is rounded before the next op reads it, as on the CPU
+  // (built with -ffp-contract=off); contracting a multiply of one op into the add of the next
+  // would make GPU results differ from the CPU's in the last bits.
+  std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device",
+                                   "--fmad=false"};
   r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   CompiledCode out;
   size_t log_size = 0;

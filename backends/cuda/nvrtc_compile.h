@@ -14,6 +14,10 @@ struct CompiledCode {
   std::string log;
 };
 
+// Names the compile options in on-disk cache keys: images built with other options (an
+// earlier version's) are never loaded.
+inline constexpr char kNvrtcOptionsTag[] = "fmad0";
+
 // `arch`: "compute_90" gives PTX, "sm_90" gives a CUBIN for that exact GPU.
 absl::StatusOr<CompiledCode> nvrtc_compile(const std::string& source, const std::string& name,
                                            const std::string& arch);
