@@ -93,7 +93,7 @@ const OpInfo& op_info(OpId id);
 // The category and facts of the table at compile time, for code that picks per-op templates
 // with `if constexpr` (backends/cpu/ew_loops.h): same values as op_info(id).
 inline constexpr OpCategory kOpCategory[] = {
-#define OP(Id, name, cat, arity, alias, rule, grad, api, ...) OpCategory::cat,
+#define OP(Id, name, category, arity, alias, rule, grad, api, ...) OpCategory::category,
 #include "core/ops.def"
 #undef OP
 };
