@@ -21,9 +21,9 @@
 // fails to compile). tests/op_table_test.cc checks which categories and arities use each kind.
 //
 // Use: define every generator above for what to emit (empty where a file emits nothing, e.g.
-// no ListDim method), then `#define OP SLOTH_API_ROW`, `#include "core/ops.def"`, `#undef OP`
-// and undefine the generators. sloth/ops.h, sloth/ops.cc, sloth/tensor.h and sloth/tensor.cc
-// do so (the public headers save and restore a user's OP macro with push_macro/pop_macro).
+// no ListDim method), then `#include "sloth/op_api_rows.inc"`, which expands them over the
+// table and undefines them. sloth/ops.h, sloth/ops.cc, sloth/tensor.h and sloth/tensor.cc
+// do so.
 #pragma once
 
 #define SLOTH_API_ROW(Id, name, category, arity, alias, rule, grad, api, ...) \

@@ -59,17 +59,7 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
   Tensor name(const Tensor& x, int64_t dim, bool keepdim) {                          \
     return call_op(OpId::k##Id, {x}, ArgReduceAttrs{.dim = dim, .keepdim = keepdim}); \
   }
-#define OP SLOTH_API_ROW
-#include "core/ops.def"
-#undef OP
-#undef SLOTH_API_Fn_Unary
-#undef SLOTH_API_Fn_Binary
-#undef SLOTH_API_DimFn_1
-#undef SLOTH_API_DimFn_2
-#undef SLOTH_API_DimFn_3
-#undef SLOTH_API_ListDim
-#undef SLOTH_API_ReduceFn
-#undef SLOTH_API_ArgFn
+#include "sloth/op_api_rows.inc"
 
 Tensor sum(const Tensor& x) { return call_op(OpId::kSum, {x}, reduce_attrs({}, false)); }
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) { return call_op(OpId::kSum, {x}, reduce_attrs(dims, keepdim)); }

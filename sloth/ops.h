@@ -48,19 +48,7 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
 #define SLOTH_API_ListDim(Id, name) Tensor name(const std::vector<Tensor>& tensors, int64_t dim = 0);
 #define SLOTH_API_ReduceFn(Id, name) Tensor name(const Tensor& x, Shape dims = {}, bool keepdim = false);
 #define SLOTH_API_ArgFn(Id, name) Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
-#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
-#undef OP
-#define OP SLOTH_API_ROW
-#include "core/ops.def"
-#pragma pop_macro("OP")
-#undef SLOTH_API_Fn_Unary
-#undef SLOTH_API_Fn_Binary
-#undef SLOTH_API_DimFn_1
-#undef SLOTH_API_DimFn_2
-#undef SLOTH_API_DimFn_3
-#undef SLOTH_API_ListDim
-#undef SLOTH_API_ReduceFn
-#undef SLOTH_API_ArgFn
+#include "sloth/op_api_rows.inc"
 
 // ---- reductions: dims may be negative; {} means all dims (prod amax amin argmax argmin above) ----
 Tensor sum(const Tensor& x);

@@ -386,17 +386,7 @@ Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
   Tensor Tensor::name(Shape dims, bool keepdim) const { return sloth::name(*this, dims, keepdim); }
 #define SLOTH_API_ArgFn(Id, name) \
   Tensor Tensor::name(int64_t dim, bool keepdim) const { return sloth::name(*this, dim, keepdim); }
-#define OP SLOTH_API_ROW
-#include "core/ops.def"
-#undef OP
-#undef SLOTH_API_Fn_Unary
-#undef SLOTH_API_Fn_Binary
-#undef SLOTH_API_DimFn_1
-#undef SLOTH_API_DimFn_2
-#undef SLOTH_API_DimFn_3
-#undef SLOTH_API_ListDim
-#undef SLOTH_API_ReduceFn
-#undef SLOTH_API_ArgFn
+#include "sloth/op_api_rows.inc"
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return sloth::clamp(*this, lo, hi); }

@@ -147,19 +147,7 @@ class Tensor {
 #define SLOTH_API_ListDim(Id, name)
 #define SLOTH_API_ReduceFn(Id, name) Tensor name(Shape dims = {}, bool keepdim = false) const;
 #define SLOTH_API_ArgFn(Id, name) Tensor name(int64_t dim, bool keepdim = false) const;
-#pragma push_macro("OP")  // a public header: keep a user's OP macro, if any
-#undef OP
-#define OP SLOTH_API_ROW
-#include "core/ops.def"
-#pragma pop_macro("OP")
-#undef SLOTH_API_Fn_Unary
-#undef SLOTH_API_Fn_Binary
-#undef SLOTH_API_DimFn_1
-#undef SLOTH_API_DimFn_2
-#undef SLOTH_API_DimFn_3
-#undef SLOTH_API_ListDim
-#undef SLOTH_API_ReduceFn
-#undef SLOTH_API_ArgFn
+#include "sloth/op_api_rows.inc"
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
   Tensor clamp(const Scalar& lo, const Scalar& hi) const;
