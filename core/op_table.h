@@ -51,9 +51,18 @@ struct SavedSet {
 };
 
 // Per-op facts every layer reads from the table instead of keeping its own list.
+// The dtype an elementwise op reads its operands in (a fused kernel converts on load).
+enum class Operands : uint8_t {
+  kResult,         // the result's dtype (promotion happened in the rule)
+  kBool,           // every operand as bool (logical ops)
+  kBoolCondition,  // operand 0 as bool, the others in the result's dtype (where)
+};
+
 struct OpFacts {
   bool commutative = false;  // op(a, b) == op(b, a): CSE matches either operand order
   bool compare = false;      // elementwise with a bool result, computed in the operands' type
+                             // (the rule's attrs dtype); overrides `operands`
+  Operands operands = Operands::kResult;
   std::optional<OpId> functional;  // Inplace ops: the out-of-place op written back to operand 0
   std::optional<OpId> inverse;     // View ops: the Scatter op writing through their window;
                                    // Scatter ops: that view

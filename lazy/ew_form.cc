@@ -8,7 +8,10 @@
 
 namespace sloth::lazy {
 
-DType compute_dtype(const Instr& in) { return operand_dtype(in, in.op == OpId::kWhere ? 1 : 0); }
+// A condition operand (where's) is read as bool; the op computes in the type of the values.
+DType compute_dtype(const Instr& in) {
+  return operand_dtype(in, op_info(in.op).facts.operands == Operands::kBoolCondition ? 1 : 0);
+}
 
 EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
                      const std::vector<int32_t>& materialize, const Instr* reduce) {

@@ -8,15 +8,14 @@
 namespace sloth::lazy {
 
 DType operand_dtype(const Instr& in, int i) {
-  if (op_info(in.op).facts.compare) return in.attrs.dtype;  // the type the rule compares in
-  switch (in.op) {
-    case OpId::kLogicalAnd: case OpId::kLogicalOr: case OpId::kLogicalNot:
-      return DType::kBool;
-    case OpId::kWhere:
-      return i == 0 ? DType::kBool : in.dtype;
-    default:
-      return in.dtype;
+  const OpFacts& f = op_info(in.op).facts;
+  if (f.compare) return in.attrs.dtype;  // the type the rule compares in
+  switch (f.operands) {
+    case Operands::kBool: return DType::kBool;
+    case Operands::kBoolCondition: return i == 0 ? DType::kBool : in.dtype;
+    case Operands::kResult: break;
   }
+  return in.dtype;
 }
 
 std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
