@@ -51,11 +51,13 @@ class CachingCpuAllocator final : public Allocator {
     constexpr size_t kHugePage = size_t{2} << 20;
     const bool huge = b >= kHugePage;
     const size_t align = huge ? kHugePage : kAlignment;
-    void* p = std::aligned_alloc(align, b);
-    if (p == nullptr) {
+    // posix_memalign, not aligned_alloc: bins are 1 MiB multiples, and aligned_alloc wants the
+    // size to be a multiple of the alignment.
+    void* p = nullptr;
+    if (posix_memalign(&p, align, b) != 0) {
       release_cache_locked();
-      p = std::aligned_alloc(align, b);
-      if (p == nullptr) fail("out of host memory allocating %d bytes", static_cast<int64_t>(b));
+      if (posix_memalign(&p, align, b) != 0)
+        fail("out of host memory allocating %d bytes", static_cast<int64_t>(b));
     }
     if (huge) madvise(p, b, MADV_HUGEPAGE);
     ++stats_.os_allocations;
