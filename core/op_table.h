@@ -29,6 +29,7 @@ inline constexpr int kNumOps = 0
 
 enum class OpCategory : uint8_t {
   Leaf, Factory, Unary, Binary, Ternary, Reduce, Matmul, View, Scatter, Index, Shape,
+  Kernel,  // computed by one dedicated kernel per backend, registered by op id (op_kernel.h)
   Composite, Inplace
 };
 enum class AliasKind : uint8_t { Fresh, ViewOf, InplaceOf };

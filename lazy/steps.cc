@@ -14,6 +14,7 @@ StepKind step_kind(OpId op) {
     case OpCategory::View: return StepKind::kView;
     case OpCategory::Scatter: return StepKind::kScatter;
     case OpCategory::Factory: return StepKind::kFactory;
+    case OpCategory::Kernel: return StepKind::kKernel;
     default: return StepKind::kIndex;
   }
 }

@@ -16,7 +16,7 @@ namespace sloth::lazy {
 enum class StepKind : uint8_t {
   kElementwise,  // instrs: a run of same-shape elementwise instructions
   kFusedReduce,  // instrs: an elementwise prologue; instr: the reduction it feeds
-  kReduce, kMatmul, kView, kScatter, kIndex, kFactory,  // instr: one instruction
+  kReduce, kMatmul, kView, kScatter, kIndex, kFactory, kKernel,  // instr: one instruction
 };
 // The step kind of a single instruction of `op` (kElementwise for elementwise ops).
 StepKind step_kind(OpId op);

@@ -284,6 +284,7 @@ struct Register {
         case OpCategory::View: f = view_grad; break;
         case OpCategory::Scatter: f = scatter_grad; break;
         case OpCategory::Index: f = index_grad; break;
+        case OpCategory::Kernel: f = internal::kernel_op_formula(info.id); break;
         default: break;
       }
       if (info.id == OpId::kWhere) f = where_grad;

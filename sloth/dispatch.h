@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "autograd/function.h"
 
 #include "core/attrs.h"
 #include "core/op_table.h"
@@ -36,6 +37,8 @@ namespace internal {
 using Decomposition = Tensor (*)(absl::Span<const Tensor> inputs, const Attrs& attrs);
 void register_decomposition(OpId op, Decomposition d);
 Decomposition decomposition(OpId op);
+// The derivative formula of a Kernel-category op (sloth/derivatives_kernel.cc), or nullptr.
+autograd::Formula kernel_op_formula(OpId op);
 // Materializes `t`'s data (a sync of just what it needs).
 void sync_tensor(const Tensor& t);
 // add/sub's `b * alpha` (b itself when alpha is 1). alpha takes no part in promotion (as in

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/op_kernels.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
@@ -250,6 +251,7 @@ class CpuExecutable final : public lazy::Executable {
       case StepKind::kMatmul: return run_matmul(env, in);
       case StepKind::kView: return view_step(env, st, in);
       case StepKind::kFactory: return run_factory(env, in);
+      case StepKind::kKernel: return run_op_kernel(env, in);
       default: return run_structural(env, in);
     }
   }

@@ -26,6 +26,7 @@
 #include "backends/cuda/host_staging.h"
 #include "backends/cuda/nvrtc_cache.h"
 #include "backends/cuda/nvrtc_compile.h"
+#include "backends/cuda/op_kernels.h"
 #include "backends/cuda/run_env.h"
 #include "core/error.h"
 #include "lazy/backend.h"
@@ -114,6 +115,7 @@ class CudaExecutable final : public lazy::Executable {
       case StepKind::kReduce: return run_reduce(env, in);
       case StepKind::kMatmul: return run_matmul(env, in);
       case StepKind::kFactory: return run_factory(env, in);
+      case StepKind::kKernel: return run_op_kernel(env, in);
       default: return run_structural(env, in);
     }
   }

@@ -39,5 +39,6 @@ absl::StatusOr<Values> eval_linalg(const Ctx& c);     // Matmul, Mm, Bmm, Linear
 absl::StatusOr<Values> eval_view(const Ctx& c);       // View and Scatter ops
 absl::StatusOr<std::vector<RefTensor>> eval_split(const Ctx& c);
 absl::StatusOr<Values> eval_index(const Ctx& c);      // Index ops, Cat, Stack, Clone, ...
+absl::StatusOr<Values> eval_kernel(const Ctx& c);     // Kernel ops (ref_kernel.cc)
 
 }  // namespace sloth::ref

@@ -126,6 +126,8 @@ absl::StatusOr<ref::Values> dispatch(const ref::Ctx& c) {
     case OpCategory::Index:
     case OpCategory::Shape:
       return ref::eval_index(c);
+    case OpCategory::Kernel:
+      return ref::eval_kernel(c);
     case OpCategory::Inplace:
       return ref::eval_inplace(c);
     case OpCategory::Composite:

@@ -209,6 +209,7 @@ std::vector<OpSample> op_samples(OpId op) {
       break;
     case OpCategory::Reduce: samples::reduce_samples(b, op); break;
     case OpCategory::View: case OpCategory::Scatter: samples::view_samples(b, op); break;
+    case OpCategory::Kernel: samples::kernel_samples(b, op); break;
     case OpCategory::Inplace:
       if (op == OpId::kMaskedFill_ || op == OpId::kIndexPut_) samples::index_samples(b, op);
       else samples::inplace_samples(b, op);

@@ -103,5 +103,6 @@ void reduce_samples(Builder& b, OpId op);       // Reduce ops and reducing compo
 void view_samples(Builder& b, OpId op);         // View and Scatter ops
 void index_samples(Builder& b, OpId op);        // Index, Shape and the other composites
 void inplace_samples(Builder& b, OpId op);
+void kernel_samples(Builder& b, OpId op);       // Kernel ops (op_samples_kernel.cc)
 
 }  // namespace sloth::samples

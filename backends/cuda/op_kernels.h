@@ -1,0 +1,29 @@
+// Kernel-category ops (core/ops.def) on CUDA: each op's kernel lives in its own file and
+// registers itself by op id at static-init time, so the backend's dispatch never names an op.
+//
+//   absl::Status run_unfold(RunEnv& env, const Instr& in) { ... env.set(in.out, env.alloc(...)) ... }
+//   SLOTH_CUDA_OP_KERNEL(kUnfold, run_unfold);
+#pragma once
+
+#include "absl/status/status.h"
+#include "backends/cuda/run_env.h"
+#include "core/op_table.h"
+
+namespace sloth::cuda {
+
+using lazy::Instr;
+
+// Computes instruction `in` (a Kernel-category op): reads its operands from env, writes its
+// result to slot in.out.
+using OpKernel = absl::Status (*)(RunEnv& env, const Instr& in);
+
+// Returns true so that registration can initialize a namespace-scope constant.
+bool register_op_kernel(OpId op, OpKernel kernel);
+// The registered kernel of `in.op`, or an internal error naming the op.
+absl::Status run_op_kernel(RunEnv& env, const Instr& in);
+
+#define SLOTH_CUDA_OP_KERNEL(op_id, fn) \
+  [[maybe_unused]] static const bool sloth_cuda_op_kernel_##op_id = \
+      ::sloth::cuda::register_op_kernel(::sloth::OpId::op_id, fn)
+
+}  // namespace sloth::cuda
