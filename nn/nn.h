@@ -5,3 +5,6 @@
 #include "nn/data.h"
 #include "nn/module.h"
 #include "nn/optim.h"
+// ---- attention and transformer modules ----
+#include "nn/attention.h"
+#include "nn/transformer.h"

@@ -138,6 +138,8 @@ absl::StatusOr<ref::Values> dispatch(const ref::Ctx& c) {
           return ref::eval_linalg(c);
         case OpId::kStack: case OpId::kEmbedding: case OpId::kMaskedFill: case OpId::kContiguous:
           return ref::eval_index(c);
+        case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
+          return ref::eval_kernel(c);
         default:
           return ref::eval_nn(c);
       }

@@ -219,6 +219,9 @@ std::vector<OpSample> op_samples(OpId op) {
         case OpId::kMean: case OpId::kVar: case OpId::kStd: case OpId::kLogsumexp:
           samples::reduce_samples(b, op);
           break;
+        case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
+          samples::kernel_samples(b, op);
+          break;
         default: samples::index_samples(b, op);
       }
       break;
