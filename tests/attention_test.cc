@@ -178,7 +178,7 @@ TEST(Sequence, TrilTriu) {
 TEST(Sequence, Cumsum) {
   Tensor c = gen({3, 4}, 7);
   expect_near(cumsum(c, 1), kCumsum1);
-  expect_near(cumsum(c, 0), kCumsum0);
+  expect_near(c.cumsum(0), kCumsum0);
   Tensor ci = tensor({1, -2, 3, 4, 5, -6}, {2, 3}, TensorOptions().dtype(kInt32));
   Tensor r = cumsum(ci, -1);
   EXPECT_EQ(r.dtype(), kInt64);
@@ -191,7 +191,7 @@ TEST(Sequence, Cumsum) {
 
 TEST(Sequence, SortIsStableAndMatchesPyTorch) {
   Tensor s = floor(gen({2, 6}, 8) * 2.0);
-  auto [va, ia] = sort(s);
+  auto [va, ia] = s.sort();
   expect_eq(va, kSortAsc_values);
   expect_eq(ia, kSortAsc_indices);
   auto [vd, id] = sort(s, -1, true);
@@ -205,6 +205,15 @@ TEST(Sequence, SortIsStableAndMatchesPyTorch) {
   expect_eq(x.grad(), {100, 1, 10});
 }
 
+TEST(Sequence, NanSortsAsTheLargestValue) {
+  Tensor x = tensor({2, std::nan(""), -std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::infinity(), 0, std::nan("")});
+  expect_eq(std::get<1>(sort(x)), {2, 4, 0, 3, 1, 5});
+  expect_eq(std::get<1>(sort(x, 0, true)), {1, 5, 3, 0, 4, 2});
+  expect_eq(std::get<1>(topk(x, 3)), {1, 5, 3});
+  expect_eq(std::get<1>(topk(x, 3, 0, false)), {2, 4, 0});
+}
+
 TEST(Sequence, TopkMatchesPyTorchTieOrder) {
   std::vector<double> t;
   for (int i = 0; i < 40; ++i) t.push_back(i % 3);
@@ -216,7 +225,7 @@ TEST(Sequence, TopkMatchesPyTorchTieOrder) {
   expect_eq(v2, kTopkPartial_values);
   expect_eq(i2, kTopkPartial_indices);
   Tensor t3 = floor(gen({3, 7}, 10) * 2.0);
-  expect_eq(std::get<1>(topk(t3, 2, 0)), kTopkDim0_indices);
+  expect_eq(std::get<1>(t3.topk(2, 0)), kTopkDim0_indices);
   expect_eq(std::get<1>(topk(t3, 3, 0, false)), kTopkDim0_smallest_indices);
   EXPECT_THROW(topk(x, 41), Error);
   Tensor g = tensor({0.5, 3, 2, -1}).requires_grad_();

@@ -41,6 +41,33 @@ inline T fast_exp(T x) {
   else return std::exp(x);
 }
 
+// Reductions over a row in kLanes independent lanes, which the compiler vectorizes (a
+// single running value is a loop-carried dependence it may not reorder).
+constexpr int kLanes = 8;
+template <typename T>
+T row_max(const T* x, int64_t n) {
+  T lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = -std::numeric_limits<T>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  T m = -std::numeric_limits<T>::infinity();
+  for (int l = 0; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+template <typename T>
+T row_sum(const T* x, int64_t n) {
+  T lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += x[j + l];
+  T s = 0;
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
+  for (; j < n; ++j) s += x[j];
+  return s;
+}
+
 // A matrix operand: the batch offsets of its heads, its row stride; unit column stride.
 struct Mat {
   const char* base = nullptr;
@@ -126,7 +153,8 @@ absl::Status sdpa(Env& env, const Instr& in) {
   }
   const T scale = static_cast<T>(at.scale);
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  const int64_t br = block_rows(S, sizeof(T));
+  // Causal blocks are shorter: a block computes scores up to its last row's diagonal.
+  const int64_t br = std::min<int64_t>(block_rows(S, sizeof(T)), at.is_causal ? 16 : 64);
   const int64_t blocks = (L + br - 1) / br;
   const char* mbase = has_mask ? static_cast<const char*>(mask->storage->data()) : nullptr;
 
@@ -151,31 +179,26 @@ absl::Status sdpa(Env& env, const Instr& in) {
       for (int64_t i = 0; i < rows; ++i) {
         T* row = sc + i * cols;
         const int64_t qi = i0 + i;
-        if (at.is_causal)
-          for (int64_t j = qi + 1; j < cols; ++j) row[j] = neg_inf;
+        // Causal: only keys j <= qi take part; the others get probability 0 directly.
+        const int64_t valid = at.is_causal ? std::min(cols, qi + 1) : cols;
         if (has_mask) {
           const int64_t mo = mask_head[h] + qi * ms_row;
           if (bool_mask) {
             const bool* mrow = reinterpret_cast<const bool*>(mbase) + mo;
-            for (int64_t j = 0; j < cols; ++j)
+            for (int64_t j = 0; j < valid; ++j)
               if (!mrow[j * ms_col]) row[j] = neg_inf;
           } else {
             const T* mrow = reinterpret_cast<const T*>(mbase) + mo;
-            for (int64_t j = 0; j < cols; ++j) row[j] += mrow[j * ms_col];
+            for (int64_t j = 0; j < valid; ++j) row[j] += mrow[j * ms_col];
           }
         }
-        T mx = neg_inf;
-        for (int64_t j = 0; j < cols; ++j) mx = row[j] > mx ? row[j] : mx;
         // A fully masked row: exp(-inf - -inf) is NaN, as PyTorch's softmax gives.
+        const T mx = row_max(row, valid);
         const T shift = mx == neg_inf ? std::numeric_limits<T>::quiet_NaN() : mx;
-        T sum = 0;
-        for (int64_t j = 0; j < cols; ++j) {
-          const T e = fast_exp<T>(row[j] - shift);
-          row[j] = e;
-          sum += e;
-        }
-        const T inv = T(1) / sum;
-        for (int64_t j = 0; j < cols; ++j) row[j] *= inv;
+        for (int64_t j = 0; j < valid; ++j) row[j] = fast_exp<T>(row[j] - shift);
+        const T inv = T(1) / row_sum(row, valid);
+        for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+        for (int64_t j = valid; j < cols; ++j) row[j] = 0;
       }
       gemm<T>(false, rows, Ev, cols, T(1), sc, cols, vh, mv.ld, oh, Ev);
     }
