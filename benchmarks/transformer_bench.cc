@@ -7,6 +7,7 @@
 //   BM_SdpaForward/fused:0|1: scaled_dot_product_attention forward alone at the block's
 //     sizes (q, k, v [32, 4, 64, 32], causal), synced: fused:1 is the fused kernel,
 //     fused:0 the composite (matmul, masked_fill with the causal mask, softmax, matmul).
+//   BM_SdpaForwardBackward/fused:0|1: the same plus the gradients of q, k, v.
 //   bazel run -c opt //benchmarks:transformer_bench
 #include <benchmark/benchmark.h>
 
@@ -89,6 +90,44 @@ void BM_SdpaForward(benchmark::State& state) {
       4.0 * kBatch * kHeads * kT * kT * hd * n, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SdpaForward)->Arg(1)->Arg(0)->ArgName("fused")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+
+// Forward and backward of attention alone (the block's share of it): q, k, v require grad,
+// loss = sum(o * w), synced with the three gradients. fused:1 is kSdpa (its derivative
+// recomputes the probabilities with sloth ops), fused:0 the composite.
+void BM_SdpaForwardBackward(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  const int64_t hd = kD / kHeads;
+  sloth::manual_seed(15);
+  sloth::Tensor q = sloth::randn({kBatch, kHeads, kT, hd}).requires_grad_(),
+                k = sloth::randn({kBatch, kHeads, kT, hd}).requires_grad_(),
+                v = sloth::randn({kBatch, kHeads, kT, hd}).requires_grad_(),
+                w = sloth::randn({kBatch, kHeads, kT, hd});
+  sloth::sync({q, k, v, w});
+  const sloth::Tensor masked =
+      sloth::logical_not(sloth::tril(sloth::ones({kT, kT}, sloth::TensorOptions().dtype(sloth::kBool))));
+  auto run = [&] {
+    sloth::Tensor o;
+    if (fused) {
+      o = sloth::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+    } else {
+      sloth::Tensor s = sloth::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(hd)));
+      s = sloth::masked_fill(s, masked, -std::numeric_limits<double>::infinity());
+      o = sloth::matmul(sloth::softmax(s, -1), v);
+    }
+    auto g = sloth::autograd::grad({(o * w).sum()}, {q, k, v});
+    sloth::sync(g);
+    return g[0];
+  };
+  sloth_bench::warm_up(run);
+  sloth::reset_metrics();
+  for (auto _ : state) benchmark::DoNotOptimize(run());
+  sloth::Metrics m = sloth::metrics();
+  const double n = static_cast<double>(state.iterations());
+  state.counters["bytes_alloc_per_run"] = m.bytes_allocated / n;
+  state.counters["kernels_per_run"] = m.kernels_launched / n;
+}
+BENCHMARK(BM_SdpaForwardBackward)->Arg(1)->Arg(0)->ArgName("fused")->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 
 }  // namespace

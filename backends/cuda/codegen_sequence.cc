@@ -10,9 +10,11 @@ namespace sloth::cuda {
 namespace {
 
 // codegen.cc's conventions: a struct of 64-bit words, one entry point named by content.
-KernelSource finish(const std::string& kind, const std::string& body, int words) {
+// `head` (typedefs, helpers) comes before the entry point, `body` is its braced body.
+KernelSource finish(const std::string& kind, const std::string& head, const std::string& body,
+                    int words) {
   const std::string src =
-      absl::StrFormat("struct P { i64 w[%d]; };\n", words) +
+      head + absl::StrFormat("struct P { i64 w[%d]; };\n", words) +
       "extern \"C\" __global__ void __launch_bounds__(256) $NAME(const __grid_constant__ P p)" +
       body;
   const std::string name = absl::StrFormat("sloth_%s_%016x", kind, fnv1a(src));
@@ -25,7 +27,7 @@ KernelSource cumsum_source(DType in, DType out) {
   const std::string head =
       absl::StrFormat("typedef %s X;\ntypedef %s O;\ntypedef %s A;\n", cuda_type(in),
                       cuda_type(out), is_floating(out) ? "double" : "long long");
-  return finish("cumsum", head + R"( {
+  return finish("cumsum", head, R"( {
   const X* x = (const X*)p.w[0];
   O* y = (O*)p.w[1];
   const i64 rows = p.w[2], n = p.w[3], inner = p.w[4];
@@ -48,7 +50,7 @@ __device__ __forceinline__ bool sl_before(T a, T b, int desc) {
   return desc ? ((an && !bn) || a > b) : ((!an && bn) || a < b);
 }
 )";
-  return finish("sortrows", head + R"( {
+  return finish("sortrows", head, R"( {
   const T* x = (const T*)p.w[0];
   i64* out = (i64*)p.w[1];
   const i64 rows = p.w[2], n = p.w[3], inner = p.w[4], k = p.w[6];
