@@ -101,6 +101,28 @@ TEST(Sdpa, FusedPathMatchesCompositeOnPermutedHeads) {
   }
 }
 
+TEST(Sdpa, LongKeysUseShortRowBlocks) {
+  // S = 3000: a block holds 5 query rows; float64 takes the dgemm path; a float mask.
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor q = gen({2, 13, 4}, 1, dt), k = gen({2, 3000, 4}, 2, dt), v = gen({2, 3000, 3}, 3, dt);
+    Tensor m = gen({13, 3000}, 4, dt);
+    Tensor want = matmul(softmax(matmul(q, k.transpose(-1, -2)) * 0.5 + m, -1), v);
+    expect_near(scaled_dot_product_attention(q, k, v, m), values(want), 1e-5);
+    Tensor wc = matmul(softmax(masked_fill(matmul(q, k.transpose(-1, -2)) * 0.5,
+                                           logical_not(tril(ones({13, 3000}, TensorOptions().dtype(kBool)))),
+                                           -std::numeric_limits<double>::infinity()), -1), v);
+    expect_near(scaled_dot_product_attention(q, k, v, {}, 0, true), values(wc), 1e-5);
+  }
+}
+
+TEST(Sdpa, EmptySequences) {
+  Tensor q = gen({2, 0, 4}, 1), k = gen({2, 3, 4}, 2), v = gen({2, 3, 5}, 3);
+  EXPECT_EQ(scaled_dot_product_attention(q, k, v).shape(), (Shape{2, 0, 5}));
+  // No keys: softmax over nothing times an empty V is 0 (PyTorch's math path).
+  Tensor o = scaled_dot_product_attention(gen({2, 3, 4}, 1), gen({2, 0, 4}, 2), gen({2, 0, 5}, 3));
+  EXPECT_EQ(values(o), std::vector<double>(30, 0.0));
+}
+
 TEST(Sdpa, FusedForwardAllocatesNoScoresPerHead) {
   const int64_t B = 2, H = 4, L = 128, S = 128, E = 16;
   Tensor q = gen({B, H, L, E}, 1), k = gen({B, H, S, E}, 2), v = gen({B, H, S, E}, 3);
