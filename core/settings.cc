@@ -29,6 +29,8 @@ Settings from_env() {
   s.row_groups = env_on_unless_0("SLOTH_ROW_GROUPS");
   if (const char* v = env("SLOTH_NUM_THREADS"); v && std::atoi(v) > 0) s.num_threads = std::atoi(v);
   if (const char* v = env("SLOTH_SMALL_GEMM")) s.small_gemm = v[0] == '1';
+  if (const char* v = env("SLOTH_BLAS_CORE"); v && std::strcmp(v, "env") == 0)
+    s.blas_core = Settings::BlasCore::kEnv;
   if (const char* v = env("SLOTH_TILE")) {
     const int64_t t = std::atoll(v);
     if (t >= 64 && t <= 16384 && (t & (t - 1)) == 0) s.tile = t;

@@ -16,7 +16,8 @@ enum class Isa : uint8_t { kAvx2, kAvx512 };
 struct Settings {
   // SLOTH_LOG: what to print to stderr, a list of topics ("plans,fusion") or "all":
   // plans (each plan-cache miss and why), fusion (fusion and row-group decisions), jit (each
-  // compile, cache hit and failure).
+  // compile, cache hit and failure),
+  // blas (the OpenBLAS core SLOTH_BLAS_CORE chose).
   std::string log;
   // SLOTH_DUMP_IR (any value): print the IR of every new graph.
   bool dump_ir = false;
@@ -29,6 +30,10 @@ struct Settings {
   // SLOTH_SMALL_GEMM=1: small float matmuls use the built-in kernel instead of OpenBLAS
   // (off by default: slower in the measurements so far; kept for measuring).
   bool small_gemm = false;
+  // SLOTH_BLAS_CORE=auto|env: which OpenBLAS kernels GEMMs run. auto (default): where the CPU
+  // has AVX-512 but OPENBLAS_CORETYPE forces a narrower core, OpenBLAS re-detects its core
+  // before the first GEMM (backends/cpu/blas_core.h); env: keep OpenBLAS's own choice.
+  enum class BlasCore : uint8_t { kAuto, kEnv } blas_core = BlasCore::kAuto;
 
   // The CPU tile interpreter (backends/cpu/tile_*), for measurements:
   // SLOTH_TILE: elements per tile, a power of two in [64, 16384] (else the default).

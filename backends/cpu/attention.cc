@@ -13,6 +13,7 @@
 
 #include "absl/container/inlined_vector.h"
 
+#include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/thread_pool.h"
@@ -31,6 +32,7 @@ template <typename T>
 void gemm(bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc) {
   const auto t = tb ? CblasTrans : CblasNoTrans;
+  ensure_blas_core();  // once per process; an atomic load afterwards
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, t, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
   else

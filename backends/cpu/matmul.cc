@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
 #include "core/blas_layout.h"
@@ -101,6 +102,7 @@ template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c) {
   auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
+  ensure_blas_core();
   if constexpr (std::is_same_v<T, float>) {
     // Off by default (SLOTH_SMALL_GEMM, core/settings.h): OpenBLAS was still faster on the
     // shapes tried, so this kernel is kept only for measuring.

@@ -1,0 +1,77 @@
+// Why: machines of this project set OPENBLAS_CORETYPE=Haswell in the environment, so a
+// DYNAMIC_ARCH OpenBLAS runs its AVX2 kernels (~105 GFLOP/s per thread for sgemm) on CPUs whose
+// AVX-512 kernels reach ~195. LibTorch users get the same slow choice; we re-select.
+//
+// How (OpenBLAS's driver/others/dynamic.c, 0.3.x): gotoblas_dynamic_init() returns at once if a
+// core is set; else it reads OPENBLAS_CORETYPE (force_coretype) or detects the CPU
+// (get_coretype, falling back on the CPU's AVX-512/AVX2 support), then runs the chosen table's
+// init (its blocking sizes). gotoblas_dynamic_quit() only clears the pointer. Every BLAS call
+// reads the table through that pointer, and the work buffers are sized for the largest core,
+// so quit + init with the variable unset re-selects safely as long as no BLAS call runs in
+// between: we do it once, under std::call_once, before sloth's first GEMM (other sloth GEMMs
+// wait on the once-flag). A program that calls BLAS from its own threads at that moment, or
+// reads OPENBLAS_CORETYPE concurrently, should set SLOTH_BLAS_CORE=env.
+#include "backends/cpu/blas_core.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <strings.h>
+
+#include "core/settings.h"
+
+// Weak: with another BLAS (or a static OpenBLAS without DYNAMIC_ARCH) these are null and
+// nothing changes.
+extern "C" {
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+char* openblas_get_corename(void) __attribute__((weak));
+}
+
+namespace sloth::cpu {
+namespace {
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+bool is_avx512_core(const char* name) {
+  return strcasecmp(name, "SkylakeX") == 0 || strcasecmp(name, "Cooperlake") == 0 ||
+         strcasecmp(name, "SapphireRapids") == 0;
+}
+
+void select_core() {
+  if (settings().blas_core != Settings::BlasCore::kAuto) return;
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || !openblas_get_corename) return;
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  if (forced == nullptr || !cpu_has_avx512()) return;  // OpenBLAS's own detection stands
+  const std::string before = openblas_get_corename();
+  if (is_avx512_core(before.c_str())) return;
+  const std::string saved = forced;
+  unsetenv("OPENBLAS_CORETYPE");
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  const std::string after = openblas_get_corename();
+  if (!is_avx512_core(after.c_str())) {  // detection chose no better: keep the forced core
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+  }
+  if (settings().log_on("blas"))
+    std::fprintf(stderr, "sloth: BLAS core %s (OPENBLAS_CORETYPE=%s chose %s)\n",
+                 openblas_get_corename(), saved.c_str(), before.c_str());
+}
+
+}  // namespace
+
+void ensure_blas_core() {
+  static std::once_flag once;
+  std::call_once(once, select_core);
+}
+
+const char* blas_core_name() { return openblas_get_corename ? openblas_get_corename() : ""; }
+
+}  // namespace sloth::cpu

@@ -1,0 +1,15 @@
+// OpenBLAS's kernel set ("core"), chosen once per process before sloth's first GEMM.
+#pragma once
+
+namespace sloth::cpu {
+
+// Makes sure the BLAS runs the best kernels for this CPU (SLOTH_BLAS_CORE, core/settings.h):
+// when OPENBLAS_CORETYPE forces a core narrower than the CPU's AVX-512, OpenBLAS is asked to
+// detect its core again without the variable. Runs once (thread-safe; later calls return at
+// once); does nothing with a BLAS that lacks OpenBLAS's dynamic-arch entry points.
+void ensure_blas_core();
+
+// The BLAS's core name now ("Cooperlake", "Haswell", ...), or "" when it cannot say.
+const char* blas_core_name();
+
+}  // namespace sloth::cpu
