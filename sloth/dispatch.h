@@ -3,6 +3,7 @@
 // attaching autograd history where grad is needed. Also usable to call any op by id.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -45,6 +46,9 @@ void sync_tensor(const Tensor& t);
 // PyTorch), so it must not be of a higher category than the result: throws for a floating
 // alpha with integer tensors and a bool alpha with non-bool ones. (sloth/scalar_operand.cc)
 Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op);
+// batch_norm's per-channel batch mean and biased variance of x [N, C, *], each kept as
+// [1, C, 1, ...]: the composite and the running-stat update record the same nodes with it.
+std::pair<Tensor, Tensor> batch_norm_stats(const Tensor& x);
 }  // namespace internal
 
 }  // namespace sloth
