@@ -172,6 +172,8 @@ Tensor layer_norm_impl(In in, const Attrs& a) {
 }
 
 // ---- normalization (nn) ----
+thread_local internal::BatchStatsCapture* batch_stats_capture = nullptr;
+
 // [C] -> [1, C, 1, ...] for an input of rank `rank`.
 Tensor per_channel(const Tensor& p, int64_t rank) {
   Shape s(static_cast<size_t>(rank), 1);
@@ -181,8 +183,8 @@ Tensor per_channel(const Tensor& p, int64_t rank) {
 
 // Training: normalize with the batch statistics (biased variance), two passes over x (a
 // mean, then a centered sum of squares) like layer_norm, which fusion turns into two
-// reductions and one elementwise kernel. internal::batch_norm_stats computes the same nodes,
-// so the public batch_norm's running-stat update shares them (CSE).
+// reductions and one elementwise kernel. The statistics go to the public batch_norm's
+// running-stat update through internal::BatchStatsCapture.
 Tensor batch_norm_impl(In in, const Attrs& a) {
   const BatchNormAttrs b = BatchNormAttrs::of(a);
   const Tensor& x = in[0];
@@ -190,8 +192,12 @@ Tensor batch_norm_impl(In in, const Attrs& a) {
   size_t k = 1;
   Tensor centered, scale;
   if (b.training) {
-    auto [m, v] = internal::batch_norm_stats(x);
+    Shape dims{0};
+    for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+    Tensor m = mean(x, dims, true);
     centered = x - m;
+    Tensor v = mean(centered * centered, dims, true);
+    if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {m, v};
     scale = rsqrt(v + b.eps);
   } else {
     centered = x - per_channel(in[1], r);
@@ -252,13 +258,10 @@ Tensor contiguous_impl(In in, const Attrs&) { return in[0].contiguous(); }
 
 }  // namespace
 
-std::pair<Tensor, Tensor> internal::batch_norm_stats(const Tensor& x) {
-  Shape dims{0};
-  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
-  Tensor m = mean(x, dims, true);
-  Tensor c = x - m;
-  return {m, mean(c * c, dims, true)};
+internal::BatchStatsCapture::BatchStatsCapture() : previous(batch_stats_capture) {
+  batch_stats_capture = this;
 }
+internal::BatchStatsCapture::~BatchStatsCapture() { batch_stats_capture = previous; }
 
 namespace {
 

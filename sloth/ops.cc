@@ -204,13 +204,16 @@ Tensor batch_norm_any(const Tensor& x, const Tensor& rm, const Tensor& rv, const
   if (!training) in.insert(in.end(), {rm, rv});
   if (w.defined()) in.push_back(w);
   if (b.defined()) in.push_back(b);
+  internal::BatchStatsCapture capture;
   Tensor y = call_op(OpId::kBatchNorm, in,
                      BatchNormAttrs{.eps = eps, .training = training,
                                     .has_weight = w.defined(), .has_bias = b.defined()});
   if (training && rm.defined()) {
     NoGradGuard g;
-    // The same nodes as the normalization's statistics (CSE merges them): no extra pass.
-    auto [m, v] = internal::batch_norm_stats(x.detach());
+    // The normalization's own statistics (no second pass over x).
+    Tensor m = capture.stats.mean, v = capture.stats.var;
+    if (!m.defined()) fail("batch_norm: internal error: the batch statistics were not captured");
+    m = m.detach(), v = v.detach();
     const int64_t c = x.size(1), n = x.numel() / c;
     Tensor mean_c = m.reshape({c}), var_c = v.reshape({c}) * (double(n) / double(n - 1));
     if (mean_c.dtype() != rm.dtype()) mean_c = mean_c.to(rm.dtype());

@@ -280,4 +280,24 @@ TEST(BatchNorm, TrainingLoopIsOneGraphPerStepAndHitsThePlanCache) {
   EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 8);
 }
 
+// The running-stat update reuses the normalization's statistics: no second pass over x (the
+// update itself is a few tiny [C] kernels).
+TEST(BatchNormFunctional, RunningStatUpdateDoesNotRecomputeTheStatistics) {
+  Tensor x = seq(64 * 8 * 16, 0.3, 0.1, 1.0, {64, 8, 4, 4});
+  sync({x});
+  int64_t kernels[2], nodes[2];
+  for (int with = 0; with < 2; ++with) {
+    Tensor rm = zeros({8}), rv = ones({8}), w = ones({8}), b = zeros({8});
+    sync({rm, rv, w, b});
+    reset_metrics();
+    Tensor y = batch_norm(x, with ? rm : Tensor(), with ? rv : Tensor(), w, b, true, 0.1, 1e-5);
+    sync({y, rm, rv});
+    kernels[with] = metrics().kernels_launched;
+    nodes[with] = metrics().nodes_executed;
+  }
+  EXPECT_EQ(kernels[0], 3) << "mean, centered sum of squares, normalize";
+  EXPECT_LE(kernels[1], kernels[0] + 4);
+  EXPECT_LE(nodes[1], nodes[0] + 10) << "the update adds only [C]-sized nodes";
+}
+
 }  // namespace
