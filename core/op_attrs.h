@@ -207,6 +207,42 @@ struct LayerNormAttrs {
   SLOTH_ATTR_VIEW(LayerNormAttrs)
 };
 
+// ---- normalization and losses (nn) ----
+// BatchNorm: operands (x[, running_mean, running_var][, weight][, bias]); the running stats
+// are operands only in eval (training normalizes with the batch statistics).
+SLOTH_ATTR_MAP(BatchNormAttrs, f(v.eps, a.slots.f0); f(v.training, a.slots.flag);
+               f(v.has_weight, a.slots.i0); f(v.has_bias, a.slots.i1));
+struct BatchNormAttrs {
+  double eps = 0;
+  bool training = false;
+  bool has_weight = false, has_bias = false;
+  SLOTH_ATTR_VIEW(BatchNormAttrs)
+};
+
+// GroupNorm: operands (x[, weight][, bias]).
+SLOTH_ATTR_MAP(GroupNormAttrs, f(v.num_groups, a.slots.i2); f(v.eps, a.slots.f0);
+               f(v.has_weight, a.slots.i0); f(v.has_bias, a.slots.i1));
+struct GroupNormAttrs {
+  int64_t num_groups = 0;
+  double eps = 0;
+  bool has_weight = false, has_bias = false;
+  SLOTH_ATTR_VIEW(GroupNormAttrs)
+};
+
+// CrossEntropy, NllLoss. An empty Attrs is PyTorch's default call without ignore_index (no
+// target ignored), label_smoothing 0 and reduction mean; the public functions always set
+// `ignores` with ignore_index (-100 by default), so a target equal to it is skipped.
+enum class LossReduction : int64_t { kMean = 0, kSum = 1, kNone = 2 };
+SLOTH_ATTR_MAP(LossAttrs, f(v.ignore_index, a.slots.i0); f(v.ignores, a.slots.flag);
+               f(v.reduction, a.slots.i1); f(v.label_smoothing, a.slots.f0));
+struct LossAttrs {
+  int64_t ignore_index = 0;
+  bool ignores = false;
+  LossReduction reduction = LossReduction::kMean;
+  double label_smoothing = 0;
+  SLOTH_ATTR_VIEW(LossAttrs)
+};
+
 #undef SLOTH_ATTR_MAP
 #undef SLOTH_ATTR_VIEW
 

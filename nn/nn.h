@@ -4,4 +4,8 @@
 #include "nn/checkpoint.h"
 #include "nn/data.h"
 #include "nn/module.h"
+// ---- normalization, layers, clipping (nn) ----
+#include "nn/clip_grad.h"
+#include "nn/layers.h"
+#include "nn/normalization.h"
 #include "nn/optim.h"

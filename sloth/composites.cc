@@ -82,16 +82,60 @@ Tensor log_softmax_impl(In in, const Attrs& a) {
   return z - log(sum(exp(z), {dim}, true));
 }
 
-Tensor nll_impl(In in, const Attrs&) {
-  const Tensor &lp = in[0], &t = in[1];
-  if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
-  Tensor picked = gather(lp, 1, t.unsqueeze(1));
-  return -mean(picked);
+// nll_loss and cross_entropy (PyTorch 1.13's nll_loss_nd and
+// cross_entropy_loss_label_smoothing, class-index targets, no class weights). A target equal
+// to ignore_index adds nothing and is not counted by the mean; label smoothing mixes in
+// -sum_c(log p_c) / C per sample with weight label_smoothing.
+Tensor reduce_loss(const Tensor& per_sample, const Tensor& ignored, LossReduction r) {
+  switch (r) {
+    case LossReduction::kNone: return per_sample;
+    case LossReduction::kSum: return sum(per_sample);
+    case LossReduction::kMean: break;
+  }
+  if (!ignored.defined()) return mean(per_sample);
+  return sum(per_sample) / sum(logical_not(ignored).to(per_sample.dtype()));
+}
+
+Tensor class_index_loss(const Tensor& lp_in, const Tensor& t_in, const LossAttrs& la) {
+  const bool one = lp_in.dim() == 1;  // input [C] with a 0-dim target: a batch of one
+  const Tensor lp = one ? lp_in.unsqueeze(0) : lp_in;
+  const Tensor t = one ? t_in.reshape({1}) : t_in;
+  const int64_t n = lp.size(0);
+  Tensor ignored, safe_t = t;
+  if (la.ignores) {
+    ignored = t == Scalar(la.ignore_index);
+    safe_t = where(ignored, Scalar(int64_t{0}), t);  // gather needs an in-range index
+  }
+  Tensor nll = -gather(lp, 1, safe_t.unsqueeze(1)).reshape({n});
+  if (ignored.defined()) nll = where(ignored, Scalar(0.0), nll);
+  Tensor out = reduce_loss(nll, ignored, la.reduction);
+  if (la.label_smoothing > 0) {
+    Tensor smooth = -sum(lp, {1});
+    if (ignored.defined()) smooth = where(ignored, Scalar(0.0), smooth);
+    const double c = static_cast<double>(lp.size(1));
+    out = out * (1.0 - la.label_smoothing) +
+          reduce_loss(smooth, ignored, la.reduction) * (la.label_smoothing / c);
+  }
+  return one && la.reduction == LossReduction::kNone ? out.reshape({}) : out;
+}
+
+Tensor nll_impl(In in, const Attrs& a) {
+  const LossAttrs la = LossAttrs::of(a);
+  if (!la.ignores && la.reduction == LossReduction::kMean) {  // the plain form, as before
+    const Tensor &lp = in[0], &t = in[1];
+    if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
+    Tensor picked = gather(lp, 1, t.unsqueeze(1));
+    return -mean(picked);
+  }
+  return class_index_loss(in[0], in[1], la);
 }
 
 Tensor cross_entropy_impl(In in, const Attrs& a) {
   const Attrs ls = DimAttrs{.dim = in[0].dim() == 1 ? 0 : 1};
-  return nll_impl({log_softmax_impl({in[0]}, ls), in[1]}, a);
+  const Tensor lp = log_softmax_impl({in[0]}, ls);
+  const LossAttrs la = LossAttrs::of(a);
+  if (la.label_smoothing > 0) return class_index_loss(lp, in[1], la);
+  return nll_impl({lp, in[1]}, a);
 }
 
 Tensor mse_impl(In in, const Attrs&) {
@@ -127,6 +171,61 @@ Tensor layer_norm_impl(In in, const Attrs& a) {
   return y;
 }
 
+// ---- normalization (nn) ----
+thread_local internal::BatchStatsCapture* batch_stats_capture = nullptr;
+
+// [C] -> [1, C, 1, ...] for an input of rank `rank`.
+Tensor per_channel(const Tensor& p, int64_t rank) {
+  Shape s(static_cast<size_t>(rank), 1);
+  s[1] = p.numel();
+  return p.reshape(s);
+}
+
+// Training: normalize with the batch statistics (biased variance), two passes over x (a
+// mean, then a centered sum of squares) like layer_norm, which fusion turns into two
+// reductions and one elementwise kernel. The statistics go to the public batch_norm's
+// running-stat update through internal::BatchStatsCapture.
+Tensor batch_norm_impl(In in, const Attrs& a) {
+  const BatchNormAttrs b = BatchNormAttrs::of(a);
+  const Tensor& x = in[0];
+  const int64_t r = x.dim();
+  size_t k = 1;
+  Tensor centered, scale;
+  if (b.training) {
+    Shape dims{0};
+    for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+    Tensor m = mean(x, dims, true);
+    centered = x - m;
+    Tensor v = mean(centered * centered, dims, true);
+    if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {m, v};
+    scale = rsqrt(v + b.eps);
+  } else {
+    centered = x - per_channel(in[1], r);
+    scale = rsqrt(per_channel(in[2], r) + b.eps);
+    k = 3;
+  }
+  if (b.has_weight) scale = scale * per_channel(in[k++], r);
+  Tensor y = centered * scale;
+  if (b.has_bias) y = y + per_channel(in[k++], r);
+  return y;
+}
+
+Tensor group_norm_impl(In in, const Attrs& a) {
+  const GroupNormAttrs g = GroupNormAttrs::of(a);
+  const Tensor& x = in[0];
+  const int64_t n = x.size(0), groups = g.num_groups;
+  const int64_t inner = n == 0 ? 0 : x.numel() / (n * groups);
+  Tensor xr = x.reshape({n, groups, inner});
+  Tensor m = mean(xr, {2}, true);
+  Tensor c = xr - m;
+  Tensor v = mean(c * c, {2}, true);
+  Tensor y = (c * rsqrt(v + g.eps)).reshape(x.shape());
+  size_t k = 1;
+  if (g.has_weight) y = y * per_channel(in[k++], x.dim());
+  if (g.has_bias) y = y + per_channel(in[k++], x.dim());
+  return y;
+}
+
 Tensor linear_impl(In in, const Attrs&) {
   Tensor y = matmul(in[0], in[1].t());
   if (in.size() > 2) y = y + in[2];
@@ -157,6 +256,15 @@ Tensor masked_fill_impl(In in, const Attrs&) {
 
 Tensor contiguous_impl(In in, const Attrs&) { return in[0].contiguous(); }
 
+}  // namespace
+
+internal::BatchStatsCapture::BatchStatsCapture() : previous(batch_stats_capture) {
+  batch_stats_capture = this;
+}
+internal::BatchStatsCapture::~BatchStatsCapture() { batch_stats_capture = previous; }
+
+namespace {
+
 struct Register {
   Register() {
     using internal::register_decomposition;
@@ -179,6 +287,8 @@ struct Register {
     register_decomposition(OpId::kEmbedding, embedding_impl);
     register_decomposition(OpId::kMaskedFill, masked_fill_impl);
     register_decomposition(OpId::kContiguous, contiguous_impl);
+    register_decomposition(OpId::kBatchNorm, batch_norm_impl);
+    register_decomposition(OpId::kGroupNorm, group_norm_impl);
   }
 } register_composites;
 

@@ -81,13 +81,55 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
                           int64_t offset = 0);
 
 // ---- neural-network functions (softmax log_softmax above) ----
-Tensor cross_entropy(const Tensor& logits, const Tensor& target);
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+// cross_entropy and nll_loss take class indices (int64 [N] for input [N, C], 0-dim for [C]),
+// with PyTorch's options: a target equal to ignore_index adds nothing and is not counted by
+// the mean (all ignored: NaN, as PyTorch); label_smoothing in [0, 1] mixes the uniform
+// distribution into the target (cross_entropy_loss_label_smoothing). reduction none gives the
+// per-sample losses [N].
+//   cross_entropy(logits, y);  cross_entropy(logits, y, {.ignore_index = 0, .label_smoothing = 0.1});
+enum class Reduction { kMean = 0, kSum = 1, kNone = 2 };
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::kMean;
+};
+struct NllLossOptions {
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::kMean;
+};
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& options = {});
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                     double label_smoothing = 0.0, Reduction reduction = Reduction::kMean);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOptions& options = {});
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
+                Reduction reduction = Reduction::kMean);
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 Tensor dropout(const Tensor& x, double p, bool train);
 Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w = {},
                   const Tensor& b = {}, double eps = 1e-5);
+
+// ---- normalization (nn) ----
+// input [N, C, *]. training: normalizes with the batch statistics (biased variance) and, when
+// running_mean/running_var are given, updates them in place as PyTorch does:
+//   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
+//   running_var  = (1 - momentum) * running_var  + momentum * unbiased batch_var
+// (in-place writes recorded in the step graph, functionalized like any other write).
+// eval: normalizes with the running statistics, which must be given. weight/bias: [C] or {}.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps);
+// Normalizes each of num_groups groups of C / num_groups channels of every sample.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+namespace internal {
+// batch_norm whose running-stat update factor is a 0-dim tensor (nn::BatchNorm's cumulative
+// average, 1 / num_batches_tracked, computed in the graph so each step traces the same).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training,
+                  const Tensor& momentum, double eps);
+}  // namespace internal
 
 // ---- operators ----
 Tensor operator+(const Tensor& a, const Tensor& b);
