@@ -243,6 +243,67 @@ struct LossAttrs {
   SLOTH_ATTR_VIEW(LossAttrs)
 };
 
+// ---- convolution and pooling ----
+// Unfold, Fold (im2col / col2im over [N, C, H, W]): the window geometry packed in `geom`
+// (kh, kw, dh, dw, ph, pw, sh, sw, eh, ew), where (ph, pw) pad the top/left and (ph + eh,
+// pw + ew) the bottom/right (eh, ew > 0 only for ceil_mode pooling and padding="same");
+// `output_size` is Fold's (H, W); `pad_value` fills Unfold's padding (-inf for max pooling).
+SLOTH_ATTR_MAP(WindowAttrs, f(v.geom, a.dims); f(v.output_size, a.slots.dims2);
+               f(v.pad_value, a.slots.f0));
+struct WindowAttrs {
+  AttrDims geom;
+  AttrDims output_size;
+  double pad_value = 0;
+  int64_t kh() const { return geom[0]; }
+  int64_t kw() const { return geom[1]; }
+  int64_t dh() const { return geom[2]; }
+  int64_t dw() const { return geom[3]; }
+  int64_t ph() const { return geom[4]; }
+  int64_t pw() const { return geom[5]; }
+  int64_t sh() const { return geom[6]; }
+  int64_t sw() const { return geom[7]; }
+  int64_t eh() const { return geom[8]; }
+  int64_t ew() const { return geom[9]; }
+  // Blocks along one spatial dim of size `in` (floor division, as F.unfold).
+  static int64_t blocks(int64_t in, int64_t k, int64_t d, int64_t p, int64_t extra, int64_t s) {
+    return (in + 2 * p + extra - d * (k - 1) - 1) / s + 1;
+  }
+  int64_t out_h(int64_t h) const { return blocks(h, kh(), dh(), ph(), eh(), sh()); }
+  int64_t out_w(int64_t w) const { return blocks(w, kw(), dw(), pw(), ew(), sw()); }
+  SLOTH_ATTR_VIEW(WindowAttrs)
+};
+
+// Conv1d, Conv2d, ConvTranspose2d: `params` = stride ++ padding ++ dilation ++ output_padding
+// (each one value per spatial dim); `same` is padding="same" (padding then unused).
+SLOTH_ATTR_MAP(ConvAttrs, f(v.params, a.dims); f(v.groups, a.slots.i0); f(v.same, a.slots.flag));
+struct ConvAttrs {
+  AttrDims params;
+  int64_t groups = 1;
+  bool same = false;
+  size_t spatial() const { return params.size() / 4; }
+  int64_t stride(size_t i) const { return params[i]; }
+  int64_t padding(size_t i) const { return params[spatial() + i]; }
+  int64_t dilation(size_t i) const { return params[2 * spatial() + i]; }
+  int64_t output_padding(size_t i) const { return params[3 * spatial() + i]; }
+  SLOTH_ATTR_VIEW(ConvAttrs)
+};
+
+// MaxPool2d, AvgPool2d: `params` = kernel ++ stride ++ padding ++ dilation (2 each);
+// divisor_override 0 = none. AdaptiveAvgPool2d keeps its output size in Attrs::dims.
+SLOTH_ATTR_MAP(PoolAttrs, f(v.params, a.dims); f(v.ceil_mode, a.slots.flag);
+               f(v.exclude_pad, a.slots.i0); f(v.divisor_override, a.slots.i1));
+struct PoolAttrs {
+  AttrDims params;
+  bool ceil_mode = false;
+  bool exclude_pad = false;  // count_include_pad = false
+  int64_t divisor_override = 0;
+  int64_t kernel(int i) const { return params[i]; }
+  int64_t stride(int i) const { return params[2 + i]; }
+  int64_t padding(int i) const { return params[4 + i]; }
+  int64_t dilation(int i) const { return params[6 + i]; }
+  SLOTH_ATTR_VIEW(PoolAttrs)
+};
+
 #undef SLOTH_ATTR_MAP
 #undef SLOTH_ATTR_VIEW
 

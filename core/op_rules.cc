@@ -7,6 +7,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/conv_rules.h"  // convolution and pooling
 #include "core/error.h"
 #include "core/op_attrs.h"
 #include "core/op_table.h"

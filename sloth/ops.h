@@ -3,6 +3,8 @@
 // attaches autograd history when grad is needed.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sloth/op_api.h"
@@ -163,6 +165,36 @@ Tensor operator<(const Scalar& a, const Tensor& b);
 Tensor operator<=(const Scalar& a, const Tensor& b);
 Tensor operator>(const Scalar& a, const Tensor& b);
 Tensor operator>=(const Scalar& a, const Tensor& b);
+
+// ---- convolution and pooling (sloth/conv_ops.cc; NCHW, LibTorch's signatures) ----
+// A Shape argument with one value stands for every spatial dim, as LibTorch's
+// ExpandingArray ({3} is {3, 3}). Unbatched inputs ([C, H, W]; conv1d: [C, L]) work too.
+// unfold: im2col, [N, C, H, W] -> [N, C*kh*kw, L] (F.unfold); fold: its adjoint (F.fold).
+Tensor unfold(const Tensor& input, Shape kernel_size, Shape dilation = {1, 1},
+              Shape padding = {0, 0}, Shape stride = {1, 1});
+Tensor fold(const Tensor& input, Shape output_size, Shape kernel_size, Shape dilation = {1, 1},
+            Shape padding = {0, 0}, Shape stride = {1, 1});
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              Shape stride = {1}, Shape padding = {0}, Shape dilation = {1}, int64_t groups = 1);
+// padding "same" (stride 1 only) or "valid".
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
+              std::string_view padding, Shape dilation = {1}, int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              Shape stride = {1, 1}, Shape padding = {0, 0}, Shape dilation = {1, 1},
+              int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
+              std::string_view padding, Shape dilation = {1, 1}, int64_t groups = 1);
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        Shape stride = {1, 1}, Shape padding = {0, 0},
+                        Shape output_padding = {0, 0}, int64_t groups = 1,
+                        Shape dilation = {1, 1});
+// stride {} = kernel_size. The gradient goes to the first maximum of each window.
+Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
+                  Shape padding = {0, 0}, Shape dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
+                  Shape padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size);
 
 // ---- factories (TensorOptions last; float32 on the CPU by default) ----
 Tensor tensor(std::vector<double> values, Shape shape = {-1}, TensorOptions = {});

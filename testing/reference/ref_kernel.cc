@@ -6,6 +6,8 @@ namespace sloth::ref {
 
 absl::StatusOr<Values> eval_kernel(const Ctx& c) {
   switch (c.op) {
+    // ---- convolution and pooling ----
+    case OpId::kUnfold: case OpId::kFold: return eval_conv(c);
     default: return invalid("%s: no reference kernel", op_name(c.op));
   }
 }

@@ -5,6 +5,8 @@ namespace sloth::samples {
 
 void kernel_samples(Builder& b, OpId op) {
   switch (op) {
+    // ---- convolution and pooling ----
+    case OpId::kUnfold: case OpId::kFold: conv_samples(b, op); return;
     default: return;
   }
 }
