@@ -94,7 +94,7 @@ void train(const std::string& name, const std::vector<int64_t>& sizes, int64_t b
 // conv_bench.cc, and with tools/fashion_cnn.py and tools/char_lm.py) ----
 
 // examples/train_fashion_mnist.cc --model=cnn: two blocks conv3x3(pad 1) + BatchNorm2d + ReLU +
-// MaxPool2d(2) (1->32, 32->64), Flatten, Linear 3136->128, ReLU, Dropout(0.5), Linear 128->10.
+// MaxPool2d(2) (1->32, 32->64), Flatten, Linear 3136->128, ReLU, Dropout(0.3), Linear 128->10.
 struct Cnn : torch::nn::Module {
   torch::nn::Sequential net{
       torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)),
@@ -102,7 +102,7 @@ struct Cnn : torch::nn::Module {
       torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)),
       torch::nn::BatchNorm2d(64), torch::nn::ReLU(), torch::nn::MaxPool2d(2),
       torch::nn::Flatten(), torch::nn::Linear(64 * 7 * 7, 128), torch::nn::ReLU(),
-      torch::nn::Dropout(0.5), torch::nn::Linear(128, 10)};
+      torch::nn::Dropout(0.3), torch::nn::Linear(128, 10)};
   Cnn() { register_module("net", net); }
   torch::Tensor forward(torch::Tensor x) { return net->forward(x); }
 };
