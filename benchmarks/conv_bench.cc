@@ -85,7 +85,7 @@ void BM_Conv2dForward(benchmark::State& state) {
                            conv_at(l, in, 3, 5, 0), 1e-3);
   set_flops(state, conv_flops(l));
 }
-BENCHMARK(BM_Conv2dForward)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_Conv2dForward)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_Conv2dForwardBackward(benchmark::State& state) {
@@ -111,7 +111,7 @@ void BM_Conv2dForwardBackward(benchmark::State& state) {
                            in.gy.select(1, 2).sum().item(), 1e-3);
   set_flops(state, 3 * conv_flops(l));
 }
-BENCHMARK(BM_Conv2dForwardBackward)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_Conv2dForwardBackward)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_SgemmSameFlops(benchmark::State& state) {
@@ -128,7 +128,7 @@ void BM_SgemmSameFlops(benchmark::State& state) {
   }
   set_flops(state, conv_flops(l));
 }
-BENCHMARK(BM_SgemmSameFlops)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_SgemmSameFlops)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_MaxPool2d(benchmark::State& state) {
@@ -154,7 +154,7 @@ void BM_MaxPool2d(benchmark::State& state) {
   state.counters["bytes_per_second"] = benchmark::Counter(
       4.0 * 3 * l.n * l.o * l.h * l.w * state.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_MaxPool2d)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_MaxPool2d)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace
@@ -171,7 +171,7 @@ void BM_Unfold(benchmark::State& state) {
     sloth::mark_step();
   }
 }
-BENCHMARK(BM_Unfold)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_Unfold)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_ColsGemm(benchmark::State& state) {
@@ -188,6 +188,6 @@ void BM_ColsGemm(benchmark::State& state) {
   }
   set_flops(state, conv_flops(l));
 }
-BENCHMARK(BM_ColsGemm)->Arg(0)->Arg(1)->ArgName("layer")->UseRealTime()
+BENCHMARK(BM_ColsGemm)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 }  // namespace

@@ -120,14 +120,19 @@ absl::Status run_unfold(Env& env, const Instr& in) {
   for (size_t d = 0; d + 2 < xs.size(); ++d) g.planes *= xs[d];
   g.finish();
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
+  // The extra row (batch_inner only) follows the C*kk column rows: N*L ones or zeros.
+  const int64_t extra_at = g.c * g.a.kh() * g.a.kw() * g.sr, extra_len = g.a.extra_rows() * g.sr;
+  const double extra = g.a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
   if (in.dtype == DType::kFloat32) {
     const float* px = x.data<float>();
     float* po = out.data<float>();
     run_planes<float>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
+    std::fill(po + extra_at, po + extra_at + extra_len, static_cast<float>(extra));
   } else if (in.dtype == DType::kFloat64) {
     const double* px = x.data<double>();
     double* po = out.data<double>();
     run_planes<double>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
+    std::fill(po + extra_at, po + extra_at + extra_len, extra);
   } else {
     return absl::InternalError("cpu backend: unfold takes float32 or float64");
   }

@@ -45,6 +45,9 @@ Values unfold(const Ctx& c) {
                                                : (n * x.c * kk + row) * l + col;
               out[at] = in ? c.in[0].v[((n * x.c + ch) * x.h + ih) * x.w + iw] : a.pad_value;
             }
+  if (a.extra_row)  // the last row (batch_inner layout)
+    for (int64_t k = x.c * kk * x.n * l; k < static_cast<int64_t>(out.size()); ++k)
+      out[k] = a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
   return out;
 }
 
