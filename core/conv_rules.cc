@@ -28,6 +28,8 @@ absl::Status check_geom(OpId op, const WindowAttrs& w) {
   if (w.kh() <= 0 || w.kw() <= 0 || w.dh() <= 0 || w.dw() <= 0 || w.sh() <= 0 || w.sw() <= 0)
     return invalid("%s: kernel_size %s, dilation %s and stride %s must be positive", op_name(op),
                    pair(w.kh(), w.kw()), pair(w.dh(), w.dw()), pair(w.sh(), w.sw()));
+  if (w.extra_row < 0 || w.extra_row > 2 || (w.extra_row && !w.batch_inner))
+    return invalid("%s: an extra column row takes the [C*kh*kw, N*L] layout", op_name(op));
   if (w.ph() < 0 || w.pw() < 0 || w.eh() < 0 || w.ew() < 0)
     return invalid("%s: padding %s must be non-negative", op_name(op), pair(w.ph(), w.pw()));
   return absl::OkStatus();
@@ -54,6 +56,8 @@ absl::Status rule_unfold(OpId op, Metas in, Attrs& a, OutputMeta* out) {
     return invalid("unfold: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got %s; add a "
                    "batch dim with unsqueeze(0)",
                    sh(in[0]));
+  if (w.batch_inner && x.size() != 4)
+    return invalid("unfold: the [C*kh*kw, N*L] column layout takes a 4-D input, got %s", sh(in[0]));
   const bool batched = x.size() == 4;
   const int64_t c = x[x.size() - 3], h = x[x.size() - 2], wd = x.back();
   const int64_t bh = w.out_h(h), bw = w.out_w(wd);
@@ -63,8 +67,9 @@ absl::Status rule_unfold(OpId op, Metas in, Attrs& a, OutputMeta* out) {
                    "components must be at least one; use a smaller kernel or more padding",
                    pair(h, wd), pair(w.kh(), w.kw()), pair(w.dh(), w.dw()), pair(w.ph(), w.pw()),
                    pair(bh, bw));
-  out->shape = batched ? Shape{x[0], c * w.kh() * w.kw(), bh * bw}
-                       : Shape{c * w.kh() * w.kw(), bh * bw};
+  out->shape = w.batch_inner ? Shape{c * w.kh() * w.kw() + w.extra_rows(), x[0] * bh * bw}
+               : batched     ? Shape{x[0], c * w.kh() * w.kw(), bh * bw}
+                             : Shape{c * w.kh() * w.kw(), bh * bw};
   out->dtype = in[0].dtype;
   return absl::OkStatus();
 }
@@ -80,21 +85,31 @@ absl::Status rule_fold(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   if (x.size() != 2 && x.size() != 3)
     return invalid("fold: expected a 2-D [C*kh*kw, L] or 3-D [N, C*kh*kw, L] input, got %s",
                    sh(in[0]));
+  if (w.batch_inner && x.size() != 2)
+    return invalid("fold: the [C*kh*kw, N*L] column layout takes a 2-D input, got %s", sh(in[0]));
   const bool batched = x.size() == 3;
-  const int64_t ckk = x[x.size() - 2], l = x.back(), kk = w.kh() * w.kw();
+  const int64_t ckk = x[x.size() - 2] - w.extra_rows(), kk = w.kh() * w.kw();
+  int64_t l = x.back();
   const int64_t oh = w.output_size[0], ow = w.output_size[1];
   if (ckk % kk != 0)
     return invalid("fold: expected size of input's dimension %d to be divisible by the product "
                    "of kernel_size, but got input.size(%d)=%d and kernel_size=%s",
                    batched ? 1 : 0, batched ? 1 : 0, ckk, pair(w.kh(), w.kw()));
   const int64_t bh = w.out_h(oh), bw = w.out_w(ow);
+  int64_t n = 1;
+  if (w.batch_inner && bh > 0 && bw > 0 && l % (bh * bw) == 0) {
+    n = l / (bh * bw);
+    l = bh * bw;
+  }
   if (oh < 1 || ow < 1 || bh < 1 || bw < 1 || l != bh * bw)
     return invalid("fold: given output_size=%s, kernel_size=%s, dilation=%s, padding=%s, "
                    "stride=%s, expected size of input's dimension %d to match the calculated "
                    "number of sliding blocks %d * %d = %d, but got input.size(%d)=%d",
                    pair(oh, ow), pair(w.kh(), w.kw()), pair(w.dh(), w.dw()), pair(w.ph(), w.pw()),
                    pair(w.sh(), w.sw()), batched ? 2 : 1, bh, bw, bh * bw, batched ? 2 : 1, l);
-  out->shape = batched ? Shape{x[0], ckk / kk, oh, ow} : Shape{ckk / kk, oh, ow};
+  out->shape = w.batch_inner ? Shape{n, ckk / kk, oh, ow}
+               : batched     ? Shape{x[0], ckk / kk, oh, ow}
+                             : Shape{ckk / kk, oh, ow};
   out->dtype = in[0].dtype;
   return absl::OkStatus();
 }

@@ -248,12 +248,22 @@ struct LossAttrs {
 // (kh, kw, dh, dw, ph, pw, sh, sw, eh, ew), where (ph, pw) pad the top/left and (ph + eh,
 // pw + ew) the bottom/right (eh, ew > 0 only for ceil_mode pooling and padding="same");
 // `output_size` is Fold's (H, W); `pad_value` fills Unfold's padding (-inf for max pooling).
+// `batch_inner` (internal, conv2d's layout) lays the columns out as one matrix
+// [C*kh*kw, N*L] (batch inside each row) instead of [N, C*kh*kw, L], so that a convolution
+// is one GEMM and its weight gradient another, not N small ones. `extra_row` (with
+// batch_inner) appends one row to Unfold's columns, of ones (the bias's row: the GEMM then
+// adds the bias itself) or zeros (that row's gradient); Fold ignores that row.
 SLOTH_ATTR_MAP(WindowAttrs, f(v.geom, a.dims); f(v.output_size, a.slots.dims2);
-               f(v.pad_value, a.slots.f0));
+               f(v.pad_value, a.slots.f0); f(v.batch_inner, a.slots.flag);
+               f(v.extra_row, a.slots.i0));
 struct WindowAttrs {
   AttrDims geom;
   AttrDims output_size;
   double pad_value = 0;
+  bool batch_inner = false;
+  enum ExtraRow : int64_t { kNoRow = 0, kOnesRow = 1, kZerosRow = 2 };
+  int64_t extra_row = kNoRow;
+  int64_t extra_rows() const { return extra_row != kNoRow ? 1 : 0; }
   int64_t kh() const { return geom[0]; }
   int64_t kw() const { return geom[1]; }
   int64_t dh() const { return geom[2]; }

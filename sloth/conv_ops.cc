@@ -51,16 +51,32 @@ Tensor conv2d_impl(In in, const Attrs& attrs) {
   const WindowAttrs win = window(kh, kw, a.dilation(0), a.dilation(1), ph, pw, a.stride(0),
                                  a.stride(1), eh, ew);
   const int64_t ho = win.out_h(h), wo = win.out_w(wd), l = ho * wo;
+  const int64_t ckk = c / g * kh * kw;
   // A 1x1 kernel over the whole input needs no columns: x is [N, C, H*W] already.
   const bool pointwise = kh == 1 && kw == 1 && ph == 0 && pw == 0 && eh == 0 && ew == 0 &&
                          a.stride(0) == 1 && a.stride(1) == 1;
+  if (g == 1 && !pointwise) {
+    // One GEMM over the whole batch: [O, C*kk] @ cols [C*kk, N*L] -> [O, N*L], viewed as
+    // [N, O, Ho, Wo] (strides L, N*L, Wo, 1: no copy). Backward is one GEMM for the weight
+    // (g[O, N*L] @ cols^T) and one for the columns (W^T @ g), then fold.
+    // With a bias, the columns get a row of ones and the weight the bias as its last
+    // column: the GEMM adds it (no separate pass over the output), and its gradient is the
+    // weight gradient's last column.
+    WindowAttrs bi = win;
+    bi.batch_inner = true;
+    Tensor w2 = w.reshape({o, ckk});
+    if (in.size() > 2) {
+      bi.extra_row = WindowAttrs::kOnesRow;
+      w2 = cat({w2, in[2].reshape({o, 1})}, 1);
+    }
+    Tensor y = matmul(w2, unfold_op(x, bi));
+    y = y.reshape({o, n, l}).permute({1, 0, 2}).reshape({n, o, ho, wo});
+    return batched ? y : y.squeeze(0);
+  }
   Tensor cols = pointwise ? x.reshape({n, c, h * wd}) : unfold_op(x, win);  // [N, C*kk, L]
-  const int64_t ckk = c / g * kh * kw;
   Tensor y;
   if (g == 1) {
-    // [O, C*kk] @ [N, C*kk, L] -> [N, O, L]: NCHW directly; the bias add runs at the GEMM's
-    // output shape, so it is the GEMM's epilogue.
-    y = matmul(w.reshape({o, ckk}), cols);
+    y = matmul(w.reshape({o, ckk}), cols);  // [N, O, L]
   } else {
     y = matmul(w.reshape({g, o / g, ckk}), cols.reshape({n, g, ckk, l})).reshape({n, o, l});
   }

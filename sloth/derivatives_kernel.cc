@@ -28,6 +28,7 @@ Grads fold_grad(const FormulaArgs& a) {
   WindowAttrs w = WindowAttrs::of(a.attrs);
   w.output_size.clear();
   w.pad_value = 0;
+  if (w.extra_row) w.extra_row = WindowAttrs::kZerosRow;  // fold ignores that row: no gradient
   return {call_op(OpId::kUnfold, {g}, w).impl()};
 }
 

@@ -24,9 +24,23 @@ inline Span1 valid_cols(int64_t iw0, int64_t s, int64_t w, int64_t wo) {
   return {lo, hi};
 }
 
+// planes = N*C; a plane p = n*C + c has its row (c, i, j) of columns at
+// n * sn + (c*kh*kw + i*kw + j) * sr: [N, C*kk, L] (sn = C*kk*L, sr = L) or, with batch_inner,
+// [C*kk, N*L] (sn = L, sr = N*L).
 struct Geometry {
-  int64_t planes, h, w, ho, wo;
+  int64_t planes, c, h, w, ho, wo;
   WindowAttrs a;
+  int64_t sn = 0, sr = 0;
+  void finish() {
+    ho = a.out_h(h);
+    wo = a.out_w(w);
+    const int64_t l = ho * wo, kk = a.kh() * a.kw();
+    sn = a.batch_inner ? l : c * kk * l;
+    sr = a.batch_inner ? (planes / c) * l : l;
+  }
+  int64_t row(int64_t p, int64_t ij) const {
+    return (p / c) * sn + ((p % c) * a.kh() * a.kw() + ij) * sr;
+  }
 };
 
 // Work per parallel chunk: about 64K elements.
@@ -38,13 +52,11 @@ template <typename T>
 void unfold_planes(const T* x, T* out, const Geometry& g, int64_t p0, int64_t p1) {
   const WindowAttrs& a = g.a;
   const T pad = static_cast<T>(a.pad_value);
-  const int64_t l = g.ho * g.wo, kk = a.kh() * a.kw();
   for (int64_t p = p0; p < p1; ++p) {
     const T* src = x + p * g.h * g.w;
-    T* dst = out + p * kk * l;
     for (int64_t i = 0; i < a.kh(); ++i)
       for (int64_t j = 0; j < a.kw(); ++j) {
-        T* row = dst + (i * a.kw() + j) * l;
+        T* row = out + g.row(p, i * a.kw() + j);
         const int64_t iw0 = j * a.dw() - a.pw();
         const Span1 c = valid_cols(iw0, a.sw(), g.w, g.wo);
         for (int64_t oh = 0; oh < g.ho; ++oh) {
@@ -71,14 +83,12 @@ void unfold_planes(const T* x, T* out, const Geometry& g, int64_t p0, int64_t p1
 template <typename T>
 void fold_planes(const T* cols, T* out, const Geometry& g, int64_t p0, int64_t p1) {
   const WindowAttrs& a = g.a;
-  const int64_t l = g.ho * g.wo, kk = a.kh() * a.kw();
   for (int64_t p = p0; p < p1; ++p) {
     T* dst = out + p * g.h * g.w;
-    const T* src = cols + p * kk * l;
     std::fill(dst, dst + g.h * g.w, T(0));
     for (int64_t i = 0; i < a.kh(); ++i)
       for (int64_t j = 0; j < a.kw(); ++j) {
-        const T* row = src + (i * a.kw() + j) * l;
+        const T* row = cols + g.row(p, i * a.kw() + j);
         const int64_t iw0 = j * a.dw() - a.pw();
         const Span1 c = valid_cols(iw0, a.sw(), g.w, g.wo);
         for (int64_t oh = 0; oh < g.ho; ++oh) {
@@ -106,19 +116,23 @@ absl::Status run_unfold(Env& env, const Instr& in) {
   DeviceData x = env.get(in.in[0]);
   if (!x.is_contiguous()) x = make_contiguous(env, x, x.dtype);
   const Shape& xs = x.layout.shape;
-  Geometry g{1, xs[xs.size() - 2], xs.back(), 0, 0, WindowAttrs::of(in.attrs)};
+  Geometry g{1, xs[xs.size() - 3], xs[xs.size() - 2], xs.back(), 0, 0, WindowAttrs::of(in.attrs)};
   for (size_t d = 0; d + 2 < xs.size(); ++d) g.planes *= xs[d];
-  g.ho = g.a.out_h(g.h);
-  g.wo = g.a.out_w(g.w);
+  g.finish();
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
+  // The extra row (batch_inner only) follows the C*kk column rows: N*L ones or zeros.
+  const int64_t extra_at = g.c * g.a.kh() * g.a.kw() * g.sr, extra_len = g.a.extra_rows() * g.sr;
+  const double extra = g.a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
   if (in.dtype == DType::kFloat32) {
     const float* px = x.data<float>();
     float* po = out.data<float>();
     run_planes<float>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
+    std::fill(po + extra_at, po + extra_at + extra_len, static_cast<float>(extra));
   } else if (in.dtype == DType::kFloat64) {
     const double* px = x.data<double>();
     double* po = out.data<double>();
     run_planes<double>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
+    std::fill(po + extra_at, po + extra_at + extra_len, extra);
   } else {
     return absl::InternalError("cpu backend: unfold takes float32 or float64");
   }
@@ -129,10 +143,9 @@ absl::Status run_fold(Env& env, const Instr& in) {
   DeviceData x = env.get(in.in[0]);
   if (!x.is_contiguous()) x = make_contiguous(env, x, x.dtype);
   const Shape& os = in.shape;
-  Geometry g{1, os[os.size() - 2], os.back(), 0, 0, WindowAttrs::of(in.attrs)};
+  Geometry g{1, os[os.size() - 3], os[os.size() - 2], os.back(), 0, 0, WindowAttrs::of(in.attrs)};
   for (size_t d = 0; d + 2 < os.size(); ++d) g.planes *= os[d];
-  g.ho = g.a.out_h(g.h);
-  g.wo = g.a.out_w(g.w);
+  g.finish();
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
   if (in.dtype == DType::kFloat32) {
     const float* px = x.data<float>();

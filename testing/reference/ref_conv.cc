@@ -29,9 +29,8 @@ Nchw nchw(const Shape& s, size_t spatial) {
 Values unfold(const Ctx& c) {
   const WindowAttrs a = WindowAttrs::of(c.a);
   const Nchw x = nchw(c.in[0].shape, 2);
-  const int64_t ho = a.out_h(x.h), wo = a.out_w(x.w);
-  Values out;
-  out.reserve(numel(c.out.shape));
+  const int64_t ho = a.out_h(x.h), wo = a.out_w(x.w), l = ho * wo, kk = a.kh() * a.kw();
+  Values out(numel(c.out.shape));
   for (int64_t n = 0; n < x.n; ++n)
     for (int64_t ch = 0; ch < x.c; ++ch)
       for (int64_t i = 0; i < a.kh(); ++i)
@@ -41,25 +40,33 @@ Values unfold(const Ctx& c) {
               const int64_t ih = oh * a.sh() - a.ph() + i * a.dh();
               const int64_t iw = ow * a.sw() - a.pw() + j * a.dw();
               const bool in = ih >= 0 && ih < x.h && iw >= 0 && iw < x.w;
-              out.push_back(in ? c.in[0].v[((n * x.c + ch) * x.h + ih) * x.w + iw] : a.pad_value);
+              const int64_t row = ch * kk + i * a.kw() + j, col = oh * wo + ow;
+              const int64_t at = a.batch_inner ? row * (x.n * l) + n * l + col
+                                               : (n * x.c * kk + row) * l + col;
+              out[at] = in ? c.in[0].v[((n * x.c + ch) * x.h + ih) * x.w + iw] : a.pad_value;
             }
+  if (a.extra_row)  // the last row (batch_inner layout)
+    for (int64_t k = x.c * kk * x.n * l; k < static_cast<int64_t>(out.size()); ++k)
+      out[k] = a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
   return out;
 }
 
 Values fold(const Ctx& c) {
   const WindowAttrs a = WindowAttrs::of(c.a);
   const Nchw o = nchw(c.out.shape, 2);
-  const int64_t ho = a.out_h(o.h), wo = a.out_w(o.w);
+  const int64_t ho = a.out_h(o.h), wo = a.out_w(o.w), l = ho * wo, kk = a.kh() * a.kw();
   Values out(numel(c.out.shape), 0.0);
-  int64_t k = 0;
   for (int64_t n = 0; n < o.n; ++n)
     for (int64_t ch = 0; ch < o.c; ++ch)
       for (int64_t i = 0; i < a.kh(); ++i)
         for (int64_t j = 0; j < a.kw(); ++j)
           for (int64_t oh = 0; oh < ho; ++oh)
-            for (int64_t ow = 0; ow < wo; ++ow, ++k) {
+            for (int64_t ow = 0; ow < wo; ++ow) {
               const int64_t ih = oh * a.sh() - a.ph() + i * a.dh();
               const int64_t iw = ow * a.sw() - a.pw() + j * a.dw();
+              const int64_t row = ch * kk + i * a.kw() + j, col = oh * wo + ow;
+              const int64_t k = a.batch_inner ? row * (o.n * l) + n * l + col
+                                              : (n * o.c * kk + row) * l + col;
               if (ih >= 0 && ih < o.h && iw >= 0 && iw < o.w)
                 out[((n * o.c + ch) * o.h + ih) * o.w + iw] += c.in[0].v[k];
             }

@@ -8,8 +8,11 @@ namespace sloth::samples {
 namespace {
 
 // kh, kw, dh, dw, ph, pw, sh, sw, eh, ew
-WindowAttrs win(AttrDims g, AttrDims out = {}, double pad = 0) {
+WindowAttrs win(AttrDims g, AttrDims out = {}, double pad = 0, bool batch_inner = false,
+                int64_t extra_row = 0) {
   WindowAttrs a;
+  a.batch_inner = batch_inner;
+  a.extra_row = extra_row;
   a.geom = std::move(g);
   a.output_size = std::move(out);
   a.pad_value = pad;
@@ -31,11 +34,15 @@ void conv_samples(Builder& b, OpId op) {
       b.add("k2x3_pad_stride", {b.T({1, 2, 4, 5})}, win({2, 3, 1, 1, 1, 0, 2, 1, 0, 0}));
       b.add("dilation_f64", {b.T({1, 2, 5, 5}, f64)}, win({2, 2, 2, 1, 1, 1, 1, 2, 0, 0}));
       b.add("unbatched", {b.T({2, 3, 4})}, win({2, 2, 1, 1, 0, 1, 1, 1, 0, 0}));
+      b.add("batch_inner", {b.T({2, 2, 3, 3})}, win({2, 2, 1, 1, 1, 0, 1, 2, 0, 0}, {}, 0, true));
+      b.add("batch_inner_ones_row_f64", {b.T({2, 1, 3, 3}, f64)}, win({2, 2, 1, 1, 0, 0, 1, 1, 0, 0}, {}, 0, true, 1));
       b.add("extra_pad_value", {b.T({1, 1, 5, 5}, f64)}, win({3, 3, 1, 1, 1, 1, 2, 2, 1, 1}, {}, 0.5));
       return;
     case OpId::kFold:
       b.add("k2x3_pad_stride", {b.T({1, 6, 9})}, win({2, 3, 1, 1, 1, 0, 2, 1, 0, 0}, {4, 5}));
       b.add("dilation_f64", {b.T({1, 4, 15}, f64)}, win({2, 2, 2, 1, 1, 1, 1, 2, 0, 0}, {5, 5}));
+      b.add("batch_inner", {b.T({8, 8})}, win({2, 2, 1, 1, 1, 0, 1, 2, 0, 0}, {3, 3}, 0, true));
+      b.add("batch_inner_extra_row_f64", {b.T({5, 8}, f64)}, win({2, 2, 1, 1, 0, 0, 1, 1, 0, 0}, {3, 3}, 0, true, 2));
       b.add("unbatched", {b.T({4, 10})}, win({2, 2, 1, 1, 0, 1, 1, 1, 0, 0}, {3, 4}));
       return;
     case OpId::kConv2d:
