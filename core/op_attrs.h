@@ -314,6 +314,41 @@ struct PoolAttrs {
   SLOTH_ATTR_VIEW(PoolAttrs)
 };
 
+// ---- attention and sequence ops ----
+// Sdpa: scores scaled by `scale`; is_causal masks key j > query i (PyTorch 2's top-left
+// aligned tril of ones(L, S)).
+SLOTH_ATTR_MAP(SdpaAttrs, f(v.scale, a.slots.f0); f(v.is_causal, a.slots.flag));
+struct SdpaAttrs {
+  double scale = 0;
+  bool is_causal = false;
+  SLOTH_ATTR_VIEW(SdpaAttrs)
+};
+
+// Argsort (stable, as torch.sort on the CPU).
+SLOTH_ATTR_MAP(SortAttrs, f(v.dim, a.slots.i0); f(v.descending, a.slots.flag));
+struct SortAttrs {
+  int64_t dim = 0;
+  bool descending = false;
+  SLOTH_ATTR_VIEW(SortAttrs)
+};
+
+// Topk: the k largest (or smallest) along dim, in PyTorch's CPU order.
+SLOTH_ATTR_MAP(TopkAttrs, f(v.dim, a.slots.i0); f(v.k, a.slots.i1); f(v.sorted, a.slots.i2);
+               f(v.largest, a.slots.flag));
+struct TopkAttrs {
+  int64_t dim = 0, k = 0;
+  bool sorted = false;
+  bool largest = false;
+  SLOTH_ATTR_VIEW(TopkAttrs)
+};
+
+// Tril, Triu: keep the elements on and below (above) the diagonal-th diagonal.
+SLOTH_ATTR_MAP(TriAttrs, f(v.diagonal, a.slots.i0));
+struct TriAttrs {
+  int64_t diagonal = 0;
+  SLOTH_ATTR_VIEW(TriAttrs)
+};
+
 #undef SLOTH_ATTR_MAP
 #undef SLOTH_ATTR_VIEW
 

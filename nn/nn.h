@@ -9,3 +9,6 @@
 #include "nn/layers.h"
 #include "nn/normalization.h"
 #include "nn/optim.h"
+// ---- attention and transformer modules ----
+#include "nn/attention.h"
+#include "nn/transformer.h"

@@ -3,6 +3,7 @@
 #include "core/op_attrs.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
+#include "sloth/view_autograd.h"
 
 namespace sloth::internal {
 namespace {
@@ -32,6 +33,37 @@ Grads fold_grad(const FormulaArgs& a) {
   return {call_op(OpId::kUnfold, {g}, w).impl()};
 }
 
+// ---- attention and sequence ops ----
+lazy::TensorImplPtr ptr(const Tensor& t) { return t.defined() ? t.impl() : nullptr; }
+
+// The fused attention's derivative recomputes the probabilities P (nothing of size [L, S]
+// is kept from the forward pass); with dS = P * (dP - rowsum(dP * P)):
+// dq = dS k * scale, dk = dS^T q * scale, dv = P^T g, and a float mask gets dS.
+Grads sdpa_grad(const FormulaArgs& a) {
+  const Tensor q(a.inputs[0]), k(a.inputs[1]), v(a.inputs[2]), g(a.grad);
+  const Tensor mask = a.inputs.size() > 3 ? Tensor(a.inputs[3]) : Tensor();
+  const SdpaAttrs at = SdpaAttrs::of(a.attrs);
+  const Tensor p = softmax(attention_scores(q, k, mask, at.scale, at.is_causal), -1);
+  Grads r(a.inputs.size());
+  if (a.needs[2]) r[2] = ptr(matmul(p.transpose(-1, -2), g));
+  const bool mask_grad = a.inputs.size() > 3 && a.needs[3];
+  if (!a.needs[0] && !a.needs[1] && !mask_grad) return r;
+  const Tensor dp = matmul(g, v.transpose(-1, -2));
+  const Tensor ds = p * (dp - sum(dp * p, {-1}, true));
+  if (a.needs[0]) r[0] = ptr(matmul(ds, k) * at.scale);
+  if (a.needs[1]) r[1] = ptr(matmul(ds.transpose(-1, -2), q) * at.scale);
+  if (mask_grad) r[3] = ptr(sum_to(ds, a.input_info[3].shape));
+  return r;
+}
+
+// The gradient of a running sum is the reversed running sum: sum - cumsum + g.
+Grads cumsum_grad(const FormulaArgs& a) {
+  const Tensor g(a.grad);
+  const int64_t dim = DimAttrs::of(a.attrs).dim;
+  if (g.dim() == 0) return {ptr(g)};
+  return {ptr(sum(g, {dim}, true) - cumsum(g, dim) + g)};
+}
+
 }  // namespace
 
 autograd::Formula kernel_op_formula(OpId op) {
@@ -39,6 +71,9 @@ autograd::Formula kernel_op_formula(OpId op) {
     // ---- convolution and pooling ----
     case OpId::kUnfold: return unfold_grad;
     case OpId::kFold: return fold_grad;
+    // ---- attention and sequence ops ----
+    case OpId::kSdpa: return sdpa_grad;
+    case OpId::kCumsum: return cumsum_grad;
     default: return nullptr;
   }
 }

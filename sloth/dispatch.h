@@ -40,6 +40,12 @@ void register_decomposition(OpId op, Decomposition d);
 Decomposition decomposition(OpId op);
 // The derivative formula of a Kernel-category op (sloth/derivatives_kernel.cc), or nullptr.
 autograd::Formula kernel_op_formula(OpId op);
+// ---- attention and sequence ops ----
+// softmax's input in scaled_dot_product_attention: q k^T * scale with the causal and the
+// given mask applied, in sloth ops (sloth/attention_ops.cc; the composite path and kSdpa's
+// derivative).
+Tensor attention_scores(const Tensor& q, const Tensor& k, const Tensor& mask, double scale,
+                        bool is_causal);
 // Materializes `t`'s data (a sync of just what it needs).
 void sync_tensor(const Tensor& t);
 // add/sub's `b * alpha` (b itself when alpha is 1). alpha takes no part in promotion (as in

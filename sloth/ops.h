@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "sloth/op_api.h"
@@ -224,5 +225,24 @@ Tensor full_like(const Tensor& x, const Scalar& value);  // x's dtype and device
 Tensor rand_like(const Tensor& x);
 Tensor randn_like(const Tensor& x);
 Tensor empty_like(const Tensor& x);
+
+// ---- attention and sequence ops (sloth/attention_ops.cc) ----
+// PyTorch 2's F.scaled_dot_product_attention: q [..., L, E], k [..., S, E], v [..., S, Ev]
+// (same batch dims), scale 1/sqrt(E); a bool mask keeps where true, a float mask is added;
+// is_causal keeps key j <= query i. Without dropout it is one fused op (kSdpa).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0,
+                                    bool is_causal = false);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor cumsum(const Tensor& x, int64_t dim);  // integers and bool accumulate as int64
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);  // stable
+// (values, int64 indices); stable, NaN sorts as the largest value.
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1,
+                                bool largest = true, bool sorted = true);
+// Category indices (int64) drawn from the rows of probs ([C] or [N, C], non-negative,
+// unnormalized), seeded by manual_seed. Reads probs back once to check them (a sync).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
 
 }  // namespace sloth

@@ -79,6 +79,11 @@ SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uin
     case OpId::kLayerNorm:  // native_layer_norm saves input, weight and bias: all operands
       p.check |= in.size() >= 32 ? ~0u : bit(static_cast<int>(in.size())) - 1;
       break;
+    // ---- attention and sequence ops ----
+    case OpId::kSdpa:  // the formula recomputes the probabilities: q, k, v and the mask
+      p.value |= bit(static_cast<int>(in.size())) - 1;
+      p.check |= bit(static_cast<int>(in.size())) - 1;
+      break;
     default: break;
   }
   return p;

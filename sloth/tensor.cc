@@ -402,5 +402,15 @@ Tensor Tensor::var(Shape dims, bool unbiased, bool keepdim) const { return sloth
 Tensor Tensor::std(Shape dims, bool unbiased, bool keepdim) const { return sloth::std(*this, dims, unbiased, keepdim); }
 Tensor Tensor::logsumexp(Shape dims, bool keepdim) const { return sloth::logsumexp(*this, dims, keepdim); }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return sloth::masked_fill(*this, mask, v); }
+// ---- attention and sequence ops ----
+Tensor Tensor::tril(int64_t d) const { return sloth::tril(*this, d); }
+Tensor Tensor::triu(int64_t d) const { return sloth::triu(*this, d); }
+Tensor Tensor::cumsum(int64_t dim) const { return sloth::cumsum(*this, dim); }
+Tensor Tensor::argsort(int64_t dim, bool desc) const { return sloth::argsort(*this, dim, desc); }
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool desc) const { return sloth::sort(*this, dim, desc); }
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return sloth::topk(*this, k, dim, largest, sorted);
+}
+Tensor Tensor::multinomial(int64_t n, bool replacement) const { return sloth::multinomial(*this, n, replacement); }
 
 }  // namespace sloth

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/device.h"
@@ -163,6 +164,15 @@ class Tensor {
   Tensor std(Shape dims, bool unbiased = true, bool keepdim = false) const;
   Tensor logsumexp(Shape dims, bool keepdim = false) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  // ---- attention and sequence ops (sloth/ops.h) ----
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
 
   // Internal handle (used by the runtime's layers; not part of the stable API).
   const Ref<lazy::TensorImpl>& impl() const { return impl_; }

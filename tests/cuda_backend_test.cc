@@ -14,6 +14,7 @@
 #include <set>
 
 #include "backends/cuda/codegen.h"
+#include "backends/cuda/codegen_sequence.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nvrtc_compile.h"
 #include "gtest/gtest.h"
@@ -112,6 +113,15 @@ TEST(CudaNvrtc, GenericKernelsCompileForEveryDtype) {
     expect_ptx(cuda::winner_source(i));
     expect_ptx(cuda::one_hot_source(i));
     for (int mode = 0; mode < 3; ++mode) expect_ptx(cuda::index_source(mode, DType::kFloat32, i));
+  }
+}
+
+// ---- attention and sequence ops ----
+TEST(CudaNvrtc, SequenceKernelsCompileForEveryDtype) {
+  for (DType d : {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(d));
+    expect_ptx(cuda::cumsum_source(d, is_floating(d) ? d : DType::kInt64));
+    if (d != DType::kBool) expect_ptx(cuda::sort_rows_source(d));
   }
 }
 

@@ -142,6 +142,8 @@ absl::StatusOr<ref::Values> dispatch(const ref::Ctx& c) {
         case OpId::kConv1d: case OpId::kConv2d: case OpId::kConvTranspose2d:
         case OpId::kMaxPool2d: case OpId::kAvgPool2d: case OpId::kAdaptiveAvgPool2d:
           return ref::eval_conv(c);
+        case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
+          return ref::eval_kernel(c);
         default:
           return ref::eval_nn(c);
       }

@@ -224,6 +224,9 @@ std::vector<OpSample> op_samples(OpId op) {
         case OpId::kMaxPool2d: case OpId::kAvgPool2d: case OpId::kAdaptiveAvgPool2d:
           samples::conv_samples(b, op);
           break;
+        case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
+          samples::kernel_samples(b, op);
+          break;
         default: samples::index_samples(b, op);
       }
       break;
