@@ -255,9 +255,17 @@ TEST(Layers, FlattenAndDropout2d) {
   EXPECT_THROW(dropout2d(zeros({2, 3}), 0.5, true), Error);
 }
 
-TEST(BatchNorm, TrainingLoopIsOneGraphPerStepAndHitsThePlanCache) {
+// With momentum 0.1 and with the cumulative average (momentum = nullopt, whose factor
+// 1 / num_batches_tracked changes every step but is computed in the graph).
+class BatchNormLoop : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Momentum, BatchNormLoop, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "None" : "Fixed"; });
+
+TEST_P(BatchNormLoop, TrainingLoopIsOneGraphPerStepAndHitsThePlanCache) {
   manual_seed(0);
-  nn::Sequential net(std::make_shared<nn::Linear>(4, 8), std::make_shared<nn::BatchNorm1d>(8),
+  const std::optional<double> momentum = GetParam() ? std::nullopt : std::optional(0.1);
+  nn::Sequential net(std::make_shared<nn::Linear>(4, 8),
+                     std::make_shared<nn::BatchNorm1d>(8, 1e-5, momentum),
                      std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(8, 3));
   optim::SGD opt(net.parameters(), {.lr = 0.1, .momentum = 0.9});
   auto bn = std::dynamic_pointer_cast<nn::BatchNorm1d>(net[1]);
@@ -277,6 +285,18 @@ TEST(BatchNorm, TrainingLoopIsOneGraphPerStepAndHitsThePlanCache) {
   EXPECT_EQ(metrics().graphs_executed, 5) << "one graph per step";
   EXPECT_EQ(metrics().plan_cache_misses, 0);
   EXPECT_EQ(metrics().plan_cache_hits, 5);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 8);
+  // Evaluation steps: one graph each too, and the running statistics do not move.
+  net.eval();
+  const std::vector<float> rm = bn->running_mean.to_vector<float>();
+  reset_metrics();
+  for (int i = 0; i < 3; ++i) {
+    Tensor out = net(seq(16 * 4, 0.5, 0.1 * i, 1.0, {16, 4}));
+    sync({out});
+  }
+  EXPECT_EQ(metrics().graphs_executed, 3);
+  EXPECT_LE(metrics().plan_cache_misses, 1);
+  EXPECT_EQ(bn->running_mean.to_vector<float>(), rm);
   EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 8);
 }
 
