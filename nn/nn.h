@@ -2,6 +2,8 @@
 #pragma once
 
 #include "nn/checkpoint.h"
+#include "nn/conv.h"     // convolution and pooling
+#include "nn/pooling.h"  // convolution and pooling
 #include "nn/data.h"
 #include "nn/module.h"
 // ---- normalization, layers, clipping (nn) ----

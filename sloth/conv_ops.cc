@@ -317,8 +317,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Sha
   return call_op(OpId::kConv1d, operands(input, weight, bias),
                  conv_attrs("conv1d", 1, stride, padding, dilation, {0}, groups, false));
 }
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
-              std::string_view padding, Shape dilation, int64_t groups) {
+Tensor conv1d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups) {
   return call_op(OpId::kConv1d, operands(input, weight, bias),
                  conv_attrs("conv1d", 1, stride, {0}, dilation, {0}, groups,
                             padding_mode("conv1d", padding)));
@@ -328,8 +328,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Sha
   return call_op(OpId::kConv2d, operands(input, weight, bias),
                  conv_attrs("conv2d", 2, stride, padding, dilation, {0}, groups, false));
 }
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
-              std::string_view padding, Shape dilation, int64_t groups) {
+Tensor conv2d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups) {
   return call_op(OpId::kConv2d, operands(input, weight, bias),
                  conv_attrs("conv2d", 2, stride, {0}, dilation, {0}, groups,
                             padding_mode("conv2d", padding)));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "sloth/op_api.h"
@@ -177,14 +178,27 @@ Tensor fold(const Tensor& input, Shape output_size, Shape kernel_size, Shape dil
             Shape padding = {0, 0}, Shape stride = {1, 1});
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               Shape stride = {1}, Shape padding = {0}, Shape dilation = {1}, int64_t groups = 1);
-// padding "same" (stride 1 only) or "valid".
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
-              std::string_view padding, Shape dilation = {1}, int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               Shape stride = {1, 1}, Shape padding = {0, 0}, Shape dilation = {1, 1},
               int64_t groups = 1);
+// padding "same" (stride 1 only) or "valid". Templates over the string's type, so that a
+// braced {0} stays an explicit padding (it would also convert to a null string_view).
+Tensor conv1d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups);
+Tensor conv2d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups);
+template <class S, class = std::enable_if_t<std::is_convertible_v<const S&, std::string_view>>>
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
+              const S& padding, Shape dilation = {1}, int64_t groups = 1) {
+  return conv1d_padding_mode(input, weight, bias, std::move(stride), padding, std::move(dilation),
+                             groups);
+}
+template <class S, class = std::enable_if_t<std::is_convertible_v<const S&, std::string_view>>>
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
-              std::string_view padding, Shape dilation = {1, 1}, int64_t groups = 1);
+              const S& padding, Shape dilation = {1, 1}, int64_t groups = 1) {
+  return conv2d_padding_mode(input, weight, bias, std::move(stride), padding, std::move(dilation),
+                             groups);
+}
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
                         Shape stride = {1, 1}, Shape padding = {0, 0},
                         Shape output_padding = {0, 0}, int64_t groups = 1,
