@@ -5,8 +5,10 @@
 //   ./bazelw run -c opt //examples:train_char_lm -- --steps=3000 --n_layer=4 --temperature=1
 //
 // The sloth port of tools/char_lm.py (same data split, model, initialization and schedule):
-//   data   word i goes to validation when i % 10 == 9, to training otherwise; each set is its
-//          words joined by "\n". The vocabulary is the file's characters (Unicode code points)
+//   data   the words are shuffled (Fisher-Yates driven by splitmix64 seeded with 13, the same
+//          order as the Python script; the file is sorted, and sorted neighbours share prefixes
+//          a model would learn to copy), then word i goes to validation when i % 10 == 9, to
+//          training otherwise; each set is its words joined by "\n". The vocabulary is the file's characters (Unicode code points)
 //          plus "\n". A training sequence is a random contiguous chunk of T+1 characters.
 //   model  token + position embeddings, n_layer pre-norm blocks x += attn(ln1(x)),
 //          x += mlp(ln2(x)) with causal self-attention (scaled_dot_product_attention,
@@ -101,6 +103,20 @@ std::string encode_utf8(char32_t cp) {
   return o;
 }
 
+// splitmix64 (one step): a tiny generator that tools/char_lm.py reproduces bit for bit.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <class T>
+void shuffle_words(std::vector<T>& words, uint64_t seed = 13) {
+  uint64_t state = seed;
+  for (size_t i = words.size() - 1; i > 0; --i) std::swap(words[i], words[splitmix64(state) % (i + 1)]);
+}
+
 struct Corpus {
   std::vector<char32_t> vocab;          // sorted; contains '\n'
   std::vector<int64_t> train, val;      // token ids
@@ -123,6 +139,7 @@ Corpus load_words(const std::string& path) {
     i = j + 1;
   }
   if (words.size() < 20) throw Error("'" + path + "': too few words to train on");
+  shuffle_words(words);
   Corpus c;
   c.words = int64_t(words.size());
   std::vector<bool> seen(0x110000, false);

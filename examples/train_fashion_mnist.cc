@@ -207,8 +207,9 @@ int main(int argc, char** argv) {
              epoch + 1, epochs, loss_sum / std::max<int64_t>(loss_reads, 1), 100 * acc, train_s,
              steps_per_epoch * batch_size / train_s, eval_s);
       fflush(stdout);
-      nn::save(*model, ckpt, {{"epoch", std::to_string(epoch + 1)}, {"model", model_name},
-                              {"hidden", absl::GetFlag(FLAGS_hidden)}});
+      nn::Metadata meta = {{"epoch", std::to_string(epoch + 1)}, {"model", model_name}};
+      if (model_name == "mlp") meta["hidden"] = absl::GetFlag(FLAGS_hidden);
+      nn::save(*model, ckpt, meta);
       opt.save(optim_ckpt);
     }
     if (trained_epochs == 0) {

@@ -5,8 +5,11 @@
 
 A GPT-style character-level language model trained on the word list of Debian's `wamerican`
 package (/usr/share/dict/words), one word per line:
-  data    words i with i % 10 == 9 are the validation set, the others the training set (a fixed
-          90/10 split by words); each set is its words joined by "\\n" (with a final "\\n").
+  data    the words are shuffled (Fisher-Yates driven by splitmix64 seeded with 13, so the C++
+          port reproduces the order; the file is sorted, and sorted neighbours share prefixes
+          that a model would learn to copy), then word i goes to the validation set when
+          i % 10 == 9 and to the training set otherwise (a fixed 90/10 split by words); each
+          set is its words joined by "\\n" (with a final "\\n").
           The vocabulary is the set of characters (Unicode code points) of the file plus "\\n",
           sorted. A training sequence is a random contiguous chunk of T+1 characters of the
           training text (input: the first T, target: the last T).
@@ -32,9 +35,30 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(state):
+    """One step of splitmix64: returns (new state, output)."""
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, z ^ (z >> 31)
+
+
+def shuffle_words(words, seed=13):
+    state = seed
+    for i in range(len(words) - 1, 0, -1):
+        state, r = splitmix64(state)
+        j = r % (i + 1)
+        words[i], words[j] = words[j], words[i]
+
+
 def load_words(path):
     with open(path, encoding="utf-8") as f:
         words = [w for w in f.read().split("\n") if w]
+    shuffle_words(words)
     train = [w for i, w in enumerate(words) if i % 10 != 9]
     val = [w for i, w in enumerate(words) if i % 10 == 9]
     vocab = sorted(set("".join(words)) | {"\n"})

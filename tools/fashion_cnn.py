@@ -12,10 +12,17 @@ std 0.3530. Data: the IDX files of Debian's dataset-fashion-mnist.
 
 Prints the train time of each epoch (the training loop only: forward, loss, backward, step;
 not the evaluation) and the test accuracy after it.
+
+    /usr/bin/python3 tools/fashion_cnn.py --eval_checkpoint fashion_mnist.safetensors
+
+loads a checkpoint that `train_fashion_mnist --model=cnn` saved (the same state-dict names,
+BatchNorm's running statistics included) into this model and prints its test accuracy.
 """
 import argparse
 import gzip
+import json
 import math
+import struct
 import time
 
 import numpy as np
@@ -58,6 +65,22 @@ class Cnn(nn.Module):
         return self.classifier(self.features(x))
 
 
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header = json.loads(b[8:8 + n])
+    types = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32}
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = t["data_offsets"]
+        a = np.frombuffer(b[8 + n + lo:8 + n + hi], dtype=types[t["dtype"]]).reshape(t["shape"])
+        out[name] = torch.from_numpy(a.copy())
+    return out
+
+
 @torch.no_grad()
 def evaluate(model, x, y):
     model.eval()
@@ -78,7 +101,17 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--eval_checkpoint", default="",
+                    help="evaluate a sloth checkpoint (safetensors) instead of training")
     a = ap.parse_args()
+
+    if a.eval_checkpoint:
+        model = Cnn(a.dropout)
+        model.load_state_dict(load_safetensors(a.eval_checkpoint), strict=True)
+        xte, yte = load(a.data, False)
+        print(f"{a.eval_checkpoint}: test accuracy {100 * evaluate(model, xte, yte):.2f}% "
+              f"(PyTorch eval mode, BatchNorm running statistics from the checkpoint)")
+        return
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
