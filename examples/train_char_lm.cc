@@ -339,6 +339,7 @@ int main(int argc, char** argv) {
       val_batches.push_back(random_batch(corpus.val, B, T, val_rng, device));
     printf("step 0: val loss %.4f (uniform: %.4f)\n", validation_loss(*model, val_batches),
            std::log(double(V)));
+    fflush(stdout);
 
     reset_metrics();
     double train_s = 0;
