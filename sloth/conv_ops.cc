@@ -56,21 +56,17 @@ Tensor conv2d_impl(In in, const Attrs& attrs) {
   const bool pointwise = kh == 1 && kw == 1 && ph == 0 && pw == 0 && eh == 0 && ew == 0 &&
                          a.stride(0) == 1 && a.stride(1) == 1;
   if (g == 1 && !pointwise) {
-    // One GEMM over the whole batch: [O, C*kk] @ cols [C*kk, N*L] -> [O, N*L], viewed as
-    // [N, O, Ho, Wo] (strides L, N*L, Wo, 1: no copy). Backward is one GEMM for the weight
-    // (g[O, N*L] @ cols^T) and one for the columns (W^T @ g), then fold.
-    // With a bias, the columns get a row of ones and the weight the bias as its last
-    // column: the GEMM adds it (no separate pass over the output), and its gradient is the
-    // weight gradient's last column.
-    WindowAttrs bi = win;
-    bi.batch_inner = true;
+    // [O, C*kk] @ cols [N, C*kk, L] -> [N, O, L]: NCHW directly (contiguous, as PyTorch's).
+    // With a bias, each sample's columns get a row of ones and the weight the bias as its
+    // last column: the GEMM adds it (no separate pass over the output), and its gradient is
+    // the weight gradient's last column.
+    WindowAttrs cw = win;
     Tensor w2 = w.reshape({o, ckk});
     if (in.size() > 2) {
-      bi.extra_row = WindowAttrs::kOnesRow;
+      cw.extra_row = WindowAttrs::kOnesRow;
       w2 = cat({w2, in[2].reshape({o, 1})}, 1);
     }
-    Tensor y = matmul(w2, unfold_op(x, bi));
-    y = y.reshape({o, n, l}).permute({1, 0, 2}).reshape({n, o, ho, wo});
+    Tensor y = matmul(w2, unfold_op(x, cw)).reshape({n, o, ho, wo});
     return batched ? y : y.squeeze(0);
   }
   Tensor cols = pointwise ? x.reshape({n, c, h * wd}) : unfold_op(x, win);  // [N, C*kk, L]

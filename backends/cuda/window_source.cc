@@ -33,11 +33,11 @@ KernelSource finish_window(const char* kind, DType t, const std::string& body) {
 KernelSource unfold_source(DType t) {
   return finish_window("unfold", t, R"(
   const i64 rows = c * kk + (extra_row != 0 ? 1 : 0);
-  const i64 total = batch_inner ? rows * n * l : n * c * kk * l;
+  const i64 total = rows * n * l;
   SL_GRID_LOOP(i, total) {
     i64 row, b, col;
     if (batch_inner) { row = i / (n * l); b = (i / l) % n; col = i % l; }
-    else { b = i / (c * kk * l); row = (i / l) % (c * kk); col = i % l; }
+    else { b = i / (rows * l); row = (i / l) % rows; col = i % l; }
     if (row >= c * kk) { out[i] = (T)(extra_row == 1 ? 1 : 0); continue; }
     const i64 ch = row / kk, ki = (row % kk) / kw, kj = row % kw;
     const i64 ih = (col / wo) * sh - ph + ki * dh, iw = (col % wo) * sw - pw + kj * dw;
@@ -50,6 +50,7 @@ KernelSource unfold_source(DType t) {
 KernelSource fold_source(DType t) {
   return finish_window("fold", t, R"(
   const i64 total = n * c * h * w;
+  const i64 rows = c * kk + (extra_row != 0 ? 1 : 0);
   SL_GRID_LOOP(i, total) {
     const i64 x = i % w, y = (i / w) % h, ch = (i / (w * h)) % c, b = i / (w * h * c);
     T acc = 0;
@@ -60,7 +61,7 @@ KernelSource fold_source(DType t) {
         const i64 ox = x + pw - kj * dw;
         if (ox < 0 || ox % sw != 0 || ox / sw >= wo) continue;
         const i64 row = ch * kk + ki * kw + kj, col = (oy / sh) * wo + ox / sw;
-        acc += in[batch_inner ? row * (n * l) + b * l + col : (b * c * kk + row) * l + col];
+        acc += in[batch_inner ? row * (n * l) + b * l + col : (b * rows + row) * l + col];
       }
     }
     out[i] = acc;
