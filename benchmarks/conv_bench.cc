@@ -8,6 +8,8 @@
 //   BM_SgemmSameFlops/layer         cblas_sgemm [O x CKK] @ [CKK x N*H*W]: the forward's FLOPs
 //   BM_MaxPool2d/layer              max_pool2d(relu output, 2) forward and backward (layer 0:
 //                                   [128, 32, 28, 28]; layer 1: [128, 64, 14, 14]), synced
+//   BM_Unfold/layer                 the im2col of the layer's input alone
+// CONV_BENCH_PLAN=1 prints the plans (and max pooling's runtime metrics).
 // The "flops" counter is the conv's 2*N*O*CKK*L (forward) or 3x that (forward + backward).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -142,13 +144,20 @@ void BM_MaxPool2d(benchmark::State& state) {
     sloth::Tensor y = sloth::max_pool2d(x, {2, 2});
     (y * gy).sum().backward();
     sloth::Tensor g = x.grad();
+    static bool shown = false;
+    if (std::getenv("CONV_BENCH_PLAN") && !shown) {
+      shown = true;
+      std::printf("%s\n", sloth::dump_plan({y, g}).c_str());
+    }
     sloth::sync({y, g});
     x.set_grad(sloth::Tensor());
     return g;
   };
   sloth_bench::warm_up(step);
   sloth::Tensor g;
+  sloth::reset_metrics();
   for (auto _ : state) g = step();
+  if (std::getenv("CONV_BENCH_PLAN")) std::printf("%s\n", sloth::metrics().to_string().c_str());
   // Every window routes its gradient to exactly one element: the sums agree.
   sloth_bench::check_close("max_pool2d grad sum", g.sum().item(), gy.sum().item(), 1e-3);
   state.counters["bytes_per_second"] = benchmark::Counter(
@@ -160,7 +169,8 @@ BENCHMARK(BM_MaxPool2d)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime
 }  // namespace
 
 namespace {
-// The forward's two parts alone: im2col, and the batched GEMM [O, CKK] @ [N, CKK, L].
+// The forward's im2col alone (F.unfold's [N, C*kk, L] layout; conv2d writes the same bytes
+// as [C*kk, N*L]).
 void BM_Unfold(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   ConvInputs in = make_inputs(l, false);
@@ -174,20 +184,4 @@ void BM_Unfold(benchmark::State& state) {
 BENCHMARK(BM_Unfold)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-void BM_ColsGemm(benchmark::State& state) {
-  const Layer& l = kLayers[state.range(0)];
-  ConvInputs in = make_inputs(l, false);
-  sloth::Tensor cols = sloth::unfold(in.x, {3, 3}, {1, 1}, {1, 1});
-  sloth::Tensor w2 = in.w.reshape({l.o, -1});
-  sloth::mark_step();
-  sloth::Tensor y;
-  sloth_bench::warm_up([&] { sloth::sync({sloth::matmul(w2, cols)}); });
-  for (auto _ : state) {
-    y = sloth::matmul(w2, cols);
-    sloth::mark_step();
-  }
-  set_flops(state, conv_flops(l));
-}
-BENCHMARK(BM_ColsGemm)->Arg(0)->Arg(1)->ArgName("layer")->MeasureProcessCPUTime()->UseRealTime()
-    ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 }  // namespace

@@ -28,8 +28,8 @@ absl::Status check_geom(OpId op, const WindowAttrs& w) {
   if (w.kh() <= 0 || w.kw() <= 0 || w.dh() <= 0 || w.dw() <= 0 || w.sh() <= 0 || w.sw() <= 0)
     return invalid("%s: kernel_size %s, dilation %s and stride %s must be positive", op_name(op),
                    pair(w.kh(), w.kw()), pair(w.dh(), w.dw()), pair(w.sh(), w.sw()));
-  if (w.extra_row < 0 || w.extra_row > 2 || (w.extra_row && !w.batch_inner))
-    return invalid("%s: an extra column row takes the [C*kh*kw, N*L] layout", op_name(op));
+  if (w.extra_row < 0 || w.extra_row > 2)
+    return invalid("%s: extra_row must be 0, 1 or 2, got %d", op_name(op), w.extra_row);
   if (w.ph() < 0 || w.pw() < 0 || w.eh() < 0 || w.ew() < 0)
     return invalid("%s: padding %s must be non-negative", op_name(op), pair(w.ph(), w.pw()));
   return absl::OkStatus();
@@ -68,8 +68,8 @@ absl::Status rule_unfold(OpId op, Metas in, Attrs& a, OutputMeta* out) {
                    pair(h, wd), pair(w.kh(), w.kw()), pair(w.dh(), w.dw()), pair(w.ph(), w.pw()),
                    pair(bh, bw));
   out->shape = w.batch_inner ? Shape{c * w.kh() * w.kw() + w.extra_rows(), x[0] * bh * bw}
-               : batched     ? Shape{x[0], c * w.kh() * w.kw(), bh * bw}
-                             : Shape{c * w.kh() * w.kw(), bh * bw};
+               : batched     ? Shape{x[0], c * w.kh() * w.kw() + w.extra_rows(), bh * bw}
+                             : Shape{c * w.kh() * w.kw() + w.extra_rows(), bh * bw};
   out->dtype = in[0].dtype;
   return absl::OkStatus();
 }

@@ -250,9 +250,10 @@ struct LossAttrs {
 // `output_size` is Fold's (H, W); `pad_value` fills Unfold's padding (-inf for max pooling).
 // `batch_inner` (internal, conv2d's layout) lays the columns out as one matrix
 // [C*kh*kw, N*L] (batch inside each row) instead of [N, C*kh*kw, L], so that a convolution
-// is one GEMM and its weight gradient another, not N small ones. `extra_row` (with
-// batch_inner) appends one row to Unfold's columns, of ones (the bias's row: the GEMM then
-// adds the bias itself) or zeros (that row's gradient); Fold ignores that row.
+// is one GEMM and its weight gradient another, not N small ones. `extra_row` appends one row
+// to Unfold's columns (per sample: [N, C*kh*kw + 1, L]; once: [C*kh*kw + 1, N*L]), of ones
+// (the bias's row: the GEMM then adds the bias itself) or zeros (that row's gradient); Fold
+// ignores that row.
 SLOTH_ATTR_MAP(WindowAttrs, f(v.geom, a.dims); f(v.output_size, a.slots.dims2);
                f(v.pad_value, a.slots.f0); f(v.batch_inner, a.slots.flag);
                f(v.extra_row, a.slots.i0));

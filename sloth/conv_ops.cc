@@ -56,21 +56,17 @@ Tensor conv2d_impl(In in, const Attrs& attrs) {
   const bool pointwise = kh == 1 && kw == 1 && ph == 0 && pw == 0 && eh == 0 && ew == 0 &&
                          a.stride(0) == 1 && a.stride(1) == 1;
   if (g == 1 && !pointwise) {
-    // One GEMM over the whole batch: [O, C*kk] @ cols [C*kk, N*L] -> [O, N*L], viewed as
-    // [N, O, Ho, Wo] (strides L, N*L, Wo, 1: no copy). Backward is one GEMM for the weight
-    // (g[O, N*L] @ cols^T) and one for the columns (W^T @ g), then fold.
-    // With a bias, the columns get a row of ones and the weight the bias as its last
-    // column: the GEMM adds it (no separate pass over the output), and its gradient is the
-    // weight gradient's last column.
-    WindowAttrs bi = win;
-    bi.batch_inner = true;
+    // [O, C*kk] @ cols [N, C*kk, L] -> [N, O, L]: NCHW directly (contiguous, as PyTorch's).
+    // With a bias, each sample's columns get a row of ones and the weight the bias as its
+    // last column: the GEMM adds it (no separate pass over the output), and its gradient is
+    // the weight gradient's last column.
+    WindowAttrs cw = win;
     Tensor w2 = w.reshape({o, ckk});
     if (in.size() > 2) {
-      bi.extra_row = WindowAttrs::kOnesRow;
+      cw.extra_row = WindowAttrs::kOnesRow;
       w2 = cat({w2, in[2].reshape({o, 1})}, 1);
     }
-    Tensor y = matmul(w2, unfold_op(x, bi));
-    y = y.reshape({o, n, l}).permute({1, 0, 2}).reshape({n, o, ho, wo});
+    Tensor y = matmul(w2, unfold_op(x, cw)).reshape({n, o, ho, wo});
     return batched ? y : y.squeeze(0);
   }
   Tensor cols = pointwise ? x.reshape({n, c, h * wd}) : unfold_op(x, win);  // [N, C*kk, L]
@@ -105,6 +101,22 @@ Tensor conv_transpose2d_impl(In in, const Attrs& attrs) {
   const int64_t g = a.groups, og = w.size(1), kh = w.size(2), kw = w.size(3), o = og * g;
   const int64_t kk = kh * kw, cg = c / g;
   // The adjoint of conv2d's input map: columns W^T x, folded back (overlaps sum).
+  const WindowAttrs win0 = window(kh, kw, a.dilation(0), a.dilation(1), a.padding(0),
+                                  a.padding(1), a.stride(0), a.stride(1));
+  const int64_t oph = a.output_padding(0), opw = a.output_padding(1);
+  if (g == 1 && oph < a.stride(0) && opw < a.stride(1)) {
+    // One GEMM over the batch, [O*kk, C] @ x as [C, N*H*W], folded from the [C*kk, N*L]
+    // layout: the weight gradient is one GEMM too (not N products summed).
+    WindowAttrs bi = win0;
+    bi.batch_inner = true;
+    Tensor xs = x.reshape({n, c, h * wd}).permute({1, 0, 2}).reshape({c, n * h * wd});
+    Tensor cols2 = matmul(w.reshape({c, og * kk}).t(), xs);
+    const int64_t ho = (h - 1) * a.stride(0) - 2 * a.padding(0) + a.dilation(0) * (kh - 1) + 1 + oph;
+    const int64_t wo = (wd - 1) * a.stride(1) - 2 * a.padding(1) + a.dilation(1) * (kw - 1) + 1 + opw;
+    Tensor y = fold_op(cols2, bi, ho, wo);
+    if (in.size() > 2) y = y + in[2].reshape({o, 1, 1});
+    return batched ? y : y.squeeze(0);
+  }
   Tensor cols;
   if (g == 1) {
     cols = matmul(w.reshape({c, og * kk}).t(), x.reshape({n, c, h * wd}));  // [N, O*kk, HW]
@@ -112,11 +124,9 @@ Tensor conv_transpose2d_impl(In in, const Attrs& attrs) {
     cols = matmul(w.reshape({g, cg, og * kk}).transpose(1, 2), x.reshape({n, g, cg, h * wd}))
                .reshape({n, o * kk, h * wd});
   }
-  const WindowAttrs win = window(kh, kw, a.dilation(0), a.dilation(1), a.padding(0),
-                                 a.padding(1), a.stride(0), a.stride(1));
+  const WindowAttrs& win = win0;
   const int64_t ho = (h - 1) * a.stride(0) - 2 * a.padding(0) + a.dilation(0) * (kh - 1) + 1;
   const int64_t wo = (wd - 1) * a.stride(1) - 2 * a.padding(1) + a.dilation(1) * (kw - 1) + 1;
-  const int64_t oph = a.output_padding(0), opw = a.output_padding(1);
   Tensor y;
   if (oph < a.stride(0) && opw < a.stride(1)) {
     // The output padding rows/cols still hold the same number of blocks: fold straight in.

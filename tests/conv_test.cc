@@ -297,3 +297,18 @@ TEST(ConvModules, SmallCnnTrainsOneStep) {
 
 }  // namespace
 }  // namespace sloth
+
+namespace sloth {
+namespace {
+TEST(Conv2d, OutputBehavesAsContiguous) {
+  // conv2d's result is laid out [O, N*L] underneath; like PyTorch's it must still take view()
+  // and flatten.
+  Tensor x = seq({2, 3, 5, 5}, sin_, 0.3), w = seq({4, 3, 3, 3}, cos_, 0.2);
+  Tensor y = conv2d(x, w, seq({4}, sin_, 1.0), {1}, {1});
+  Tensor flat = y.view({2, -1});
+  EXPECT_EQ(flat.shape(), (Shape{2, 100}));
+  expect_values(flat, y.contiguous().reshape({2, 100}).to_vector<double>());
+  EXPECT_TRUE(y.is_contiguous());
+}
+}  // namespace
+}  // namespace sloth

@@ -35,7 +35,7 @@ struct Geometry {
     ho = a.out_h(h);
     wo = a.out_w(w);
     const int64_t l = ho * wo, kk = a.kh() * a.kw();
-    sn = a.batch_inner ? l : c * kk * l;
+    sn = a.batch_inner ? l : (c * kk + a.extra_rows()) * l;
     sr = a.batch_inner ? (planes / c) * l : l;
   }
   int64_t row(int64_t p, int64_t ij) const {
@@ -120,19 +120,24 @@ absl::Status run_unfold(Env& env, const Instr& in) {
   for (size_t d = 0; d + 2 < xs.size(); ++d) g.planes *= xs[d];
   g.finish();
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
-  // The extra row (batch_inner only) follows the C*kk column rows: N*L ones or zeros.
-  const int64_t extra_at = g.c * g.a.kh() * g.a.kw() * g.sr, extra_len = g.a.extra_rows() * g.sr;
+  // The extra row follows the C*kk column rows (of each sample, or once with batch_inner):
+  // ones or zeros.
+  const int64_t n_extra = g.a.extra_rows() == 0 ? 0 : g.a.batch_inner ? 1 : g.planes / g.c;
+  const int64_t extra_len = g.a.batch_inner ? g.sr : g.ho * g.wo;
   const double extra = g.a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
+  auto extra_at = [&](int64_t b) { return b * g.sn + g.c * g.a.kh() * g.a.kw() * g.sr; };
   if (in.dtype == DType::kFloat32) {
     const float* px = x.data<float>();
     float* po = out.data<float>();
     run_planes<float>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
-    std::fill(po + extra_at, po + extra_at + extra_len, static_cast<float>(extra));
+    for (int64_t b = 0; b < n_extra; ++b)
+      std::fill(po + extra_at(b), po + extra_at(b) + extra_len, static_cast<float>(extra));
   } else if (in.dtype == DType::kFloat64) {
     const double* px = x.data<double>();
     double* po = out.data<double>();
     run_planes<double>(g, [&](int64_t a, int64_t b) { unfold_planes(px, po, g, a, b); });
-    std::fill(po + extra_at, po + extra_at + extra_len, extra);
+    for (int64_t b = 0; b < n_extra; ++b)
+      std::fill(po + extra_at(b), po + extra_at(b) + extra_len, extra);
   } else {
     return absl::InternalError("cpu backend: unfold takes float32 or float64");
   }

@@ -42,12 +42,15 @@ Values unfold(const Ctx& c) {
               const bool in = ih >= 0 && ih < x.h && iw >= 0 && iw < x.w;
               const int64_t row = ch * kk + i * a.kw() + j, col = oh * wo + ow;
               const int64_t at = a.batch_inner ? row * (x.n * l) + n * l + col
-                                               : (n * x.c * kk + row) * l + col;
+                                               : (n * (x.c * kk + a.extra_rows()) + row) * l + col;
               out[at] = in ? c.in[0].v[((n * x.c + ch) * x.h + ih) * x.w + iw] : a.pad_value;
             }
-  if (a.extra_row)  // the last row (batch_inner layout)
-    for (int64_t k = x.c * kk * x.n * l; k < static_cast<int64_t>(out.size()); ++k)
-      out[k] = a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
+  const double extra = a.extra_row == WindowAttrs::kOnesRow ? 1.0 : 0.0;
+  if (a.extra_row && a.batch_inner)  // the last row
+    for (int64_t k = x.c * kk * x.n * l; k < static_cast<int64_t>(out.size()); ++k) out[k] = extra;
+  if (a.extra_row && !a.batch_inner)  // each sample's last row
+    for (int64_t n = 0; n < x.n; ++n)
+      for (int64_t col = 0; col < l; ++col) out[(n * (x.c * kk + 1) + x.c * kk) * l + col] = extra;
   return out;
 }
 
@@ -66,7 +69,7 @@ Values fold(const Ctx& c) {
               const int64_t iw = ow * a.sw() - a.pw() + j * a.dw();
               const int64_t row = ch * kk + i * a.kw() + j, col = oh * wo + ow;
               const int64_t k = a.batch_inner ? row * (o.n * l) + n * l + col
-                                              : (n * o.c * kk + row) * l + col;
+                                              : (n * (o.c * kk + a.extra_rows()) + row) * l + col;
               if (ih >= 0 && ih < o.h && iw >= 0 && iw < o.w)
                 out[((n * o.c + ch) * o.h + ih) * o.w + iw] += c.in[0].v[k];
             }

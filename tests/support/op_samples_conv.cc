@@ -36,6 +36,7 @@ void conv_samples(Builder& b, OpId op) {
       b.add("unbatched", {b.T({2, 3, 4})}, win({2, 2, 1, 1, 0, 1, 1, 1, 0, 0}));
       b.add("batch_inner", {b.T({2, 2, 3, 3})}, win({2, 2, 1, 1, 1, 0, 1, 2, 0, 0}, {}, 0, true));
       b.add("batch_inner_ones_row_f64", {b.T({2, 1, 3, 3}, f64)}, win({2, 2, 1, 1, 0, 0, 1, 1, 0, 0}, {}, 0, true, 1));
+      b.add("ones_row_per_sample", {b.T({2, 1, 3, 3})}, win({2, 2, 1, 1, 0, 1, 1, 1, 0, 0}, {}, 0, false, 1));
       b.add("extra_pad_value", {b.T({1, 1, 5, 5}, f64)}, win({3, 3, 1, 1, 1, 1, 2, 2, 1, 1}, {}, 0.5));
       return;
     case OpId::kFold:
@@ -43,6 +44,7 @@ void conv_samples(Builder& b, OpId op) {
       b.add("dilation_f64", {b.T({1, 4, 15}, f64)}, win({2, 2, 2, 1, 1, 1, 1, 2, 0, 0}, {5, 5}));
       b.add("batch_inner", {b.T({8, 8})}, win({2, 2, 1, 1, 1, 0, 1, 2, 0, 0}, {3, 3}, 0, true));
       b.add("batch_inner_extra_row_f64", {b.T({5, 8}, f64)}, win({2, 2, 1, 1, 0, 0, 1, 1, 0, 0}, {3, 3}, 0, true, 2));
+      b.add("extra_row_per_sample", {b.T({2, 5, 4})}, win({2, 2, 1, 1, 0, 0, 1, 1, 0, 0}, {3, 3}, 0, false, 2));
       b.add("unbatched", {b.T({4, 10})}, win({2, 2, 1, 1, 0, 1, 1, 1, 0, 0}, {3, 4}));
       return;
     case OpId::kConv2d:
