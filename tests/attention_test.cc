@@ -349,6 +349,19 @@ TEST(MultiheadAttention, NamesShapesAndInit) {
   const double bound = std::sqrt(6.0 / 32);  // xavier_uniform_ of [24, 8]
   for (double w : values(m.in_proj_weight)) EXPECT_LE(std::fabs(w), bound);
   EXPECT_THROW(nn::MultiheadAttention(10, 3), Error);
+  // bias = false: no bias parameters (PyTorch's names), and forward still runs.
+  nn::MultiheadAttention nb(8, 2, 0.0, false);
+  names.clear();
+  for (auto& [n, p] : nb.named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "out_proj.weight"}));
+  Tensor x = gen({3, 2, 8}, 14);
+  auto [o, w] = nb.forward(x, x, x);
+  EXPECT_EQ(o.shape(), (Shape{3, 2, 8}));
+  EXPECT_EQ(w.shape(), (Shape{2, 3, 3}));
+  expect_near(std::get<0>(nb.forward(x, x, x, {}, false)), values(o), 1e-5);
+  // Unbatched [L, E] input.
+  EXPECT_EQ(nb.forward(gen({3, 8}, 1)).shape(), (Shape{3, 8}));
+  EXPECT_THROW(nb.forward(gen({3, 2, 7}, 1)), Error);
 }
 
 TEST(MultiheadAttention, SelfAttentionMatchesPyTorch) {

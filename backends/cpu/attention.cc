@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/thread_pool.h"
@@ -68,33 +70,31 @@ T row_sum(const T* x, int64_t n) {
   return s;
 }
 
-// A matrix operand: the batch offsets of its heads, its row stride; unit column stride.
-struct Mat {
-  const char* base = nullptr;
-  std::vector<int64_t> head_off;  // elements, per flattened batch index
-  int64_t ld = 0;
-};
+using Dims = absl::InlinedVector<int64_t, 8>;  // no heap for up to 8 batch dims
 
-// Batch offsets (in elements) of each flattened batch index of `shape[:nb]` through `strides`.
-std::vector<int64_t> batch_offsets(const Shape& shape, const Strides& strides, size_t nb,
-                                   int64_t base) {
-  int64_t n = 1;
-  for (size_t d = 0; d < nb; ++d) n *= shape[d];
-  std::vector<int64_t> off(static_cast<size_t>(n), base);
-  for (int64_t b = 0; b < n; ++b) {
-    int64_t rem = b, o = base;
-    for (size_t d = nb; d-- > 0;) {
-      o += (rem % shape[d]) * strides[d];
-      rem /= shape[d];
-    }
-    off[static_cast<size_t>(b)] = o;
+// Element offset of flattened batch index `b` over batch sizes `shape` and `strides`.
+int64_t batch_offset(int64_t b, const Dims& shape, const Dims& strides, int64_t base) {
+  int64_t o = base;
+  for (size_t d = shape.size(); d-- > 0;) {
+    o += (b % shape[d]) * strides[d];
+    b /= shape[d];
   }
-  return off;
+  return o;
 }
 
+// A matrix operand: its heads' batch layout, its row stride; unit column stride.
+struct Mat {
+  const char* base = nullptr;
+  Dims shape, strides;  // batch dims
+  int64_t offset = 0;
+  int64_t ld = 0;
+  int64_t head(int64_t h) const { return batch_offset(h, shape, strides, offset); }
+};
+
 // q/k/v as BLAS-ready matrices: rows at a stride >= the row length and unit column stride
-// are used in place (permuted heads of a [B, L, H, D] projection are), others copied.
-Mat as_mat(Env& env, const DeviceData& x, std::vector<DeviceData>& keep) {
+// are used in place (permuted heads of a [B, L, H, D] projection are), others copied into
+// `copy`.
+Mat as_mat(Env& env, const DeviceData& x, DeviceData& copy) {
   const size_t r = x.layout.shape.size();
   auto usable = [r](const DeviceData& d) {
     const Shape& s = d.layout.shape;
@@ -103,15 +103,17 @@ Mat as_mat(Env& env, const DeviceData& x, std::vector<DeviceData>& keep) {
   };
   const DeviceData* d = &x;
   if (!usable(x)) {
-    keep.push_back(make_contiguous(env, x, x.dtype));
-    d = &keep.back();
+    copy = make_contiguous(env, x, x.dtype);
+    d = &copy;
   }
   const Shape& s = d->layout.shape;
   Mat m;
   m.base = static_cast<const char*>(d->storage->data());
   m.ld = std::max<int64_t>(s[r - 2] <= 1 ? 0 : d->layout.strides[r - 2],
                            std::max<int64_t>(s[r - 1], 1));
-  m.head_off = batch_offsets(s, d->layout.strides, r - 2, d->layout.offset);
+  m.shape.assign(s.begin(), s.end() - 2);
+  m.strides.assign(d->layout.strides.begin(), d->layout.strides.end() - 2);
+  m.offset = d->layout.offset;
   return m;
 }
 
@@ -125,29 +127,30 @@ absl::Status sdpa(Env& env, const Instr& in) {
                 Ev = v.layout.shape[r - 1];
   Shape os = qs;
   os.back() = Ev;
-  std::vector<DeviceData> keep;
-  keep.reserve(4);
-  const Mat mq = as_mat(env, q, keep), mk = as_mat(env, k, keep), mv = as_mat(env, v, keep);
+  DeviceData copies[3];  // strided operands copied for BLAS (rare)
+  const Mat mq = as_mat(env, q, copies[0]), mk = as_mat(env, k, copies[1]),
+            mv = as_mat(env, v, copies[2]);
   DeviceData& out = env.alloc_to(in.out, os, q.dtype);
   T* po = out.data<T>();
-  const int64_t heads = static_cast<int64_t>(mq.head_off.size());
+  int64_t heads = 1;
+  for (int64_t d : mq.shape) heads *= d;
   if (numel(os) == 0) return absl::OkStatus();
 
   // The mask read through broadcast strides over [batch..., L, S].
   const bool has_mask = in.in.size() > 3;
   const DeviceData* mask = has_mask ? &env.get(in.in[3]) : nullptr;
-  std::vector<int64_t> mask_head;
+  Mat mm;  // the mask's batch layout (broadcast strides); rows at ms_row, columns at ms_col
   int64_t ms_row = 0, ms_col = 0;
   const bool bool_mask = has_mask && mask->dtype == DType::kBool;
   if (has_mask) {
     const Shape& mshape = mask->layout.shape;
-    Strides bst(r, 0);
+    Dims bst(r, 0);
     const size_t lead = r - mshape.size();
     for (size_t d = 0; d < mshape.size(); ++d)
       bst[lead + d] = mshape[d] == 1 ? 0 : mask->layout.strides[d];
-    Shape full(qs.begin(), qs.end() - 1);
-    full.push_back(S);
-    mask_head = batch_offsets(full, bst, r - 2, mask->layout.offset);
+    mm.shape.assign(qs.begin(), qs.end() - 2);
+    mm.strides.assign(bst.begin(), bst.end() - 2);
+    mm.offset = mask->layout.offset;
     ms_row = bst[r - 2];
     ms_col = bst[r - 1];
   }
@@ -167,9 +170,10 @@ absl::Status sdpa(Env& env, const Instr& in) {
       const int64_t rows = i1 - i0;
       // Causal: key j takes part for j <= i, so this block needs keys [0, i1).
       const int64_t cols = at.is_causal ? std::min(S, i1) : S;
-      const T* qh = reinterpret_cast<const T*>(mq.base) + mq.head_off[h] + i0 * mq.ld;
-      const T* kh = reinterpret_cast<const T*>(mk.base) + mk.head_off[h];
-      const T* vh = reinterpret_cast<const T*>(mv.base) + mv.head_off[h];
+      const T* qh = reinterpret_cast<const T*>(mq.base) + mq.head(h) + i0 * mq.ld;
+      const T* kh = reinterpret_cast<const T*>(mk.base) + mk.head(h);
+      const T* vh = reinterpret_cast<const T*>(mv.base) + mv.head(h);
+      const int64_t mask_head = has_mask ? mm.head(h) : 0;
       T* oh = po + (h * L + i0) * Ev;
       if (cols == 0) {  // no keys: softmax over nothing times an empty V is 0
         std::fill(oh, oh + rows * Ev, T(0));
@@ -182,7 +186,7 @@ absl::Status sdpa(Env& env, const Instr& in) {
         // Causal: only keys j <= qi take part; the others get probability 0 directly.
         const int64_t valid = at.is_causal ? std::min(cols, qi + 1) : cols;
         if (has_mask) {
-          const int64_t mo = mask_head[h] + qi * ms_row;
+          const int64_t mo = mask_head + qi * ms_row;
           if (bool_mask) {
             const bool* mrow = reinterpret_cast<const bool*>(mbase) + mo;
             for (int64_t j = 0; j < valid; ++j)
