@@ -124,7 +124,10 @@ TEST(BatchNorm, ErrorsLeaveTheBuffersUnchanged) {
   expect_error(zeros({2, 4, 2, 2}), "expected 3");
   expect_error(zeros({2, 3, 2}), "expected 4D input (got 3D input");
   expect_error(zeros({1, 3, 1, 1}), "Expected more than 1 value per channel when training");
-  nn::BatchNorm1d b1(3);
+  expect_error(zeros({2, 3, 2, 2}, TensorOptions(DType::kInt64)), "floating-point");
+  expect_error(zeros({2, 3, 2, 2}, TensorOptions(DType::kFloat64)),
+               "weight is float32 but input is float64");
+  nn::BatchNorm1d b1(3, 1e-5, std::nullopt);
   EXPECT_THROW(b1(zeros({1, 3})), Error);
   EXPECT_EQ(b1.num_batches_tracked.item<int64_t>(), 0);
   bn.eval();
