@@ -181,33 +181,57 @@ Tensor per_channel(const Tensor& p, int64_t rank) {
   return p.reshape(s);
 }
 
-// Training: normalize with the batch statistics (biased variance), two passes over x (a
-// mean, then a centered sum of squares) like layer_norm, which fusion turns into two
-// reductions and one elementwise kernel. The statistics go to the public batch_norm's
-// running-stat update through internal::BatchStatsCapture.
+// The per-group statistics of x over `dims` in one pass of two sibling reductions, shifted
+// by a value of the data itself (k, detached): with xs = x - k, mean = k + sum(xs) / n and
+// the biased variance = sum(xs^2) / n - (sum(xs) / n)^2. The variance does not depend on k
+// (its derivative in k is 0 for every x and k), so treating k as a constant gives exact
+// derivatives of every order; a k drawn from the data keeps the subtraction well conditioned
+// (a constant channel gives exactly 0). Backward then reads x and the gradient, never a
+// materialized x - mean: autograd's graph is two reductions and one elementwise pass.
+struct ShiftedStats {
+  Tensor mean, var;
+};
+ShiftedStats shifted_stats(const Tensor& x, const Tensor& k, const Shape& dims, double n) {
+  Tensor xs = x - k;
+  Tensor d = sum(xs, dims, true) / n;
+  Tensor v = sum(xs * xs, dims, true) / n - d * d;
+  return {d + k, v};
+}
+
+// Training: normalize with the batch statistics (biased variance), as ATen's CPU kernel does:
+// y = x * alpha + beta with per-channel alpha = rstd * weight, beta = bias - mean * alpha.
+// The statistics go to the public batch_norm's running-stat update through
+// internal::BatchStatsCapture.
 Tensor batch_norm_impl(In in, const Attrs& a) {
   const BatchNormAttrs b = BatchNormAttrs::of(a);
   const Tensor& x = in[0];
   const int64_t r = x.dim();
   size_t k = 1;
-  Tensor centered, scale;
-  if (b.training) {
+  Tensor m, scale;
+  if (b.training && x.numel() > 0) {
     Shape dims{0};
     for (int64_t d = 2; d < r; ++d) dims.push_back(d);
-    Tensor m = mean(x, dims, true);
-    centered = x - m;
-    Tensor v = mean(centered * centered, dims, true);
-    if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {m, v};
-    scale = rsqrt(v + b.eps);
+    Tensor shift = x.detach().select(0, 0);  // [C, *]: the first sample's first position
+    while (shift.dim() > 1) shift = shift.select(1, 0);
+    const double n = static_cast<double>(x.numel() / x.size(1));
+    ShiftedStats st = shifted_stats(x, per_channel(shift, r), dims, n);
+    if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {st.mean, st.var};
+    m = st.mean;
+    scale = rsqrt(st.var + b.eps);
+  } else if (b.training) {  // an empty batch: nothing to normalize
+    Shape dims{0};
+    for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+    m = mean(x, dims, true);
+    scale = rsqrt(mean(x * x, dims, true) + b.eps);
   } else {
-    centered = x - per_channel(in[1], r);
+    m = per_channel(in[1], r);
     scale = rsqrt(per_channel(in[2], r) + b.eps);
     k = 3;
   }
   if (b.has_weight) scale = scale * per_channel(in[k++], r);
-  Tensor y = centered * scale;
-  if (b.has_bias) y = y + per_channel(in[k++], r);
-  return y;
+  Tensor shift = -m * scale;
+  if (b.has_bias) shift = shift + per_channel(in[k++], r);
+  return x * scale + shift;
 }
 
 Tensor group_norm_impl(In in, const Attrs& a) {
