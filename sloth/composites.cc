@@ -234,20 +234,29 @@ Tensor batch_norm_impl(In in, const Attrs& a) {
   return x * scale + shift;
 }
 
+// Statistics per (sample, group) over x viewed as [N, G, C/G, S], shifted like batch_norm's
+// (by each group's first value); the affine folds into per-(sample, channel) alpha and beta.
 Tensor group_norm_impl(In in, const Attrs& a) {
   const GroupNormAttrs g = GroupNormAttrs::of(a);
   const Tensor& x = in[0];
-  const int64_t n = x.size(0), groups = g.num_groups;
-  const int64_t inner = n == 0 ? 0 : x.numel() / (n * groups);
-  Tensor xr = x.reshape({n, groups, inner});
-  Tensor m = mean(xr, {2}, true);
-  Tensor c = xr - m;
-  Tensor v = mean(c * c, {2}, true);
-  Tensor y = (c * rsqrt(v + g.eps)).reshape(x.shape());
+  const int64_t n = x.size(0), c = x.size(1), groups = g.num_groups;
+  const int64_t s = n * c == 0 ? 0 : x.numel() / (n * c);
+  Tensor x4 = x.reshape({n, groups, c / groups, s});
+  Tensor m, scale;
+  if (x.numel() > 0) {
+    Tensor shift = x4.detach().select(3, 0).select(2, 0).reshape({n, groups, 1, 1});
+    ShiftedStats st = shifted_stats(x4, shift, {2, 3}, static_cast<double>(c / groups * s));
+    m = st.mean;
+    scale = rsqrt(st.var + g.eps);
+  } else {  // nothing to normalize
+    m = sum(x4, {2, 3}, true);
+    scale = rsqrt(m + g.eps);
+  }
   size_t k = 1;
-  if (g.has_weight) y = y * per_channel(in[k++], x.dim());
-  if (g.has_bias) y = y + per_channel(in[k++], x.dim());
-  return y;
+  if (g.has_weight) scale = scale * in[k++].reshape({1, groups, c / groups, 1});
+  Tensor beta = -m * scale;
+  if (g.has_bias) beta = beta + in[k++].reshape({1, groups, c / groups, 1});
+  return (x4 * scale + beta).reshape(x.shape());
 }
 
 Tensor linear_impl(In in, const Attrs&) {
