@@ -191,10 +191,17 @@ Tensor per_channel(const Tensor& p, int64_t rank) {
 struct ShiftedStats {
   Tensor mean, var;
 };
-ShiftedStats shifted_stats(const Tensor& x, const Tensor& k, const Shape& dims, double n) {
+// `dims` are reduced in two stages when `first` is not empty: first the trailing dims (a
+// contiguous inner reduction, several times faster than one over dims {0, 2, 3} with a
+// prologue on the CPU backend), then the rest.
+Tensor staged_sum(const Tensor& t, const Shape& first, const Shape& then) {
+  return sum(first.empty() ? t : sum(t, first, true), then, true);
+}
+ShiftedStats shifted_stats(const Tensor& x, const Tensor& k, const Shape& first,
+                           const Shape& then, double n) {
   Tensor xs = x - k;
-  Tensor d = sum(xs, dims, true) / n;
-  Tensor v = sum(xs * xs, dims, true) / n - d * d;
+  Tensor d = staged_sum(xs, first, then) / n;
+  Tensor v = staged_sum(xs * xs, first, then) / n - d * d;
   return {d + k, v};
 }
 
@@ -208,13 +215,13 @@ Tensor batch_norm_impl(In in, const Attrs& a) {
   const int64_t r = x.dim();
   size_t k = 1;
   Tensor m, scale;
+  Shape inner;  // the spatial dims
+  for (int64_t d = 2; d < r; ++d) inner.push_back(d);
   if (b.training && x.numel() > 0) {
-    Shape dims{0};
-    for (int64_t d = 2; d < r; ++d) dims.push_back(d);
     Tensor shift = x.detach().select(0, 0);  // [C, *]: the first sample's first position
     while (shift.dim() > 1) shift = shift.select(1, 0);
     const double n = static_cast<double>(x.numel() / x.size(1));
-    ShiftedStats st = shifted_stats(x, per_channel(shift, r), dims, n);
+    ShiftedStats st = shifted_stats(x, per_channel(shift, r), inner, {0}, n);
     if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {st.mean, st.var};
     m = st.mean;
     scale = rsqrt(st.var + b.eps);
@@ -231,6 +238,15 @@ Tensor batch_norm_impl(In in, const Attrs& a) {
   if (b.has_weight) scale = scale * per_channel(in[k++], r);
   Tensor shift = -m * scale;
   if (b.has_bias) shift = shift + per_channel(in[k++], r);
+  if (!inner.empty()) {
+    // [1, C, 1, ...] -> [N, C, 1, ...]: autograd then reduces g * x for alpha (and g for
+    // beta) over the trailing dims first, and the expand's backward sums the N rows.
+    Shape nc(static_cast<size_t>(r), 1);
+    nc[0] = x.size(0);
+    nc[1] = x.size(1);
+    scale = scale.expand(nc);
+    shift = shift.expand(nc);
+  }
   return x * scale + shift;
 }
 
@@ -245,7 +261,7 @@ Tensor group_norm_impl(In in, const Attrs& a) {
   Tensor m, scale;
   if (x.numel() > 0) {
     Tensor shift = x4.detach().select(3, 0).select(2, 0).reshape({n, groups, 1, 1});
-    ShiftedStats st = shifted_stats(x4, shift, {2, 3}, static_cast<double>(c / groups * s));
+    ShiftedStats st = shifted_stats(x4, shift, {}, {2, 3}, static_cast<double>(c / groups * s));
     m = st.mean;
     scale = rsqrt(st.var + g.eps);
   } else {  // nothing to normalize
