@@ -15,6 +15,7 @@ void BM_BatchNorm2dTrainStep(benchmark::State& state) {
   Tensor x = randn({n, c, hw, hw}).requires_grad_(true);
   Tensor g = randn({n, c, hw, hw});
   sync({x, g});
+  reset_metrics();
   for (auto _ : state) {
     Tensor loss = sum(bn(x) * g);
     loss.backward();
@@ -23,6 +24,10 @@ void BM_BatchNorm2dTrainStep(benchmark::State& state) {
     bn.zero_grad();
   }
   state.SetBytesProcessed(state.iterations() * n * c * hw * hw * 4);
+  const double it = static_cast<double>(state.iterations());
+  state.counters["trace_ms"] = metrics().trace_s * 1e3 / it;
+  state.counters["execute_ms"] = metrics().execute_s * 1e3 / it;
+  state.counters["kernels"] = static_cast<double>(metrics().kernels_launched) / it;
 }
 BENCHMARK(BM_BatchNorm2dTrainStep)->Args({128, 32, 28})->Args({128, 64, 14})->Unit(benchmark::kMillisecond);
 

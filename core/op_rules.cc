@@ -615,7 +615,10 @@ absl::Status fits_self(OpId op, const TensorMeta& self, Metas operands, DType re
 absl::Status check_channel_operands(OpId op, Metas in, size_t first, const char* const* names) {
   const int64_t c = (*in[0].shape)[1];
   for (size_t i = first; i < in.size(); ++i) {
-    SLOTH_RETURN_IF_ERROR(need_floating(op, in[i], names[i - first]));
+    if (in[i].dtype != in[0].dtype)
+      return invalid("%s: %s is %s but input is %s; convert one of them with .to(...)",
+                     op_name(op), names[i - first], dtype_name(in[i].dtype),
+                     dtype_name(in[0].dtype));
     if (*in[i].shape != Shape{c})
       return invalid("%s: %s %s must have shape [%d], one value per channel of input %s",
                      op_name(op), names[i - first], sh(in[i]), c, sh(in[0]));

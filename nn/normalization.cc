@@ -51,18 +51,26 @@ Tensor BatchNormBase::forward(const Tensor& x) {
   const bool update = is_training() && track_running_stats;
   const Tensor rm = (!is_training() || track_running_stats) ? running_mean : Tensor();
   const Tensor rv = (!is_training() || track_running_stats) ? running_var : Tensor();
+  // PyTorch counts the batch first and then normalizes; here the count moves after
+  // batch_norm, which checks everything before it records, so an error changes no buffer.
+  // The cumulative average's factor is 1 / (count + 1), computed in the graph (not read
+  // back), so every step records the same graph and nothing syncs.
+  Tensor y;
+  if (update && !momentum) {
+    Tensor factor;
+    {
+      NoGradGuard g;
+      factor = reciprocal(num_batches_tracked.to(running_mean.dtype()) + 1.0);
+    }
+    y = internal::batch_norm(x, rm, rv, weight, bias, use_batch_stats, factor, eps);
+  } else {
+    y = batch_norm(x, rm, rv, weight, bias, use_batch_stats, momentum.value_or(0.0), eps);
+  }
   if (update && num_batches_tracked.defined()) {
     NoGradGuard g;
     num_batches_tracked.add_(Scalar(int64_t{1}));
   }
-  if (update && !momentum) {
-    // The cumulative average's factor 1 / num_batches_tracked, computed in the graph (not
-    // read back), so every step records the same graph and nothing syncs.
-    NoGradGuard g;
-    Tensor factor = reciprocal(num_batches_tracked.to(running_mean.dtype()));
-    return internal::batch_norm(x, rm, rv, weight, bias, use_batch_stats, factor, eps);
-  }
-  return batch_norm(x, rm, rv, weight, bias, use_batch_stats, momentum.value_or(0.0), eps);
+  return y;
 }
 
 std::string BatchNormBase::extra_repr() const {

@@ -132,20 +132,10 @@ Tensor cross_entropy(const Tensor& l, const Tensor& t, const CrossEntropyOptions
                            .reduction = static_cast<LossReduction>(o.reduction),
                            .label_smoothing = o.label_smoothing});
 }
-Tensor cross_entropy(const Tensor& l, const Tensor& t, int64_t ignore_index,
-                     double label_smoothing, Reduction reduction) {
-  return cross_entropy(l, t,
-                       CrossEntropyOptions{.ignore_index = ignore_index,
-                                           .label_smoothing = label_smoothing,
-                                           .reduction = reduction});
-}
 Tensor nll_loss(const Tensor& lp, const Tensor& t, const NllLossOptions& o) {
   return call_op(OpId::kNllLoss, {lp, t},
                  LossAttrs{.ignore_index = o.ignore_index, .ignores = true,
                            .reduction = static_cast<LossReduction>(o.reduction)});
-}
-Tensor nll_loss(const Tensor& lp, const Tensor& t, int64_t ignore_index, Reduction reduction) {
-  return nll_loss(lp, t, NllLossOptions{.ignore_index = ignore_index, .reduction = reduction});
 }
 Tensor mse_loss(const Tensor& a, const Tensor& b) { return call_op(OpId::kMseLoss, {a, b}); }
 Tensor binary_cross_entropy_with_logits(const Tensor& a, const Tensor& b) {

@@ -91,6 +91,8 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
 // distribution into the target (cross_entropy_loss_label_smoothing). reduction none gives the
 // per-sample losses [N].
 //   cross_entropy(logits, y);  cross_entropy(logits, y, {.ignore_index = 0, .label_smoothing = 0.1});
+// (Options structs only, no positional overloads: `cross_entropy(x, y, {})` must not mean
+// ignore_index = 0.)
 enum class Reduction { kMean = 0, kSum = 1, kNone = 2 };
 struct CrossEntropyOptions {
   int64_t ignore_index = -100;
@@ -103,11 +105,7 @@ struct NllLossOptions {
 };
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& options = {});
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                     double label_smoothing = 0.0, Reduction reduction = Reduction::kMean);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOptions& options = {});
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
-                Reduction reduction = Reduction::kMean);
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 Tensor dropout(const Tensor& x, double p, bool train);
