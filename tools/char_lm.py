@@ -158,7 +158,7 @@ def main():
     ap.add_argument("--n_layer", type=int, default=2)
     ap.add_argument("--block_size", type=int, default=64)
     ap.add_argument("--batch_size", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--weight_decay", type=float, default=0.01)
