@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Side-by-side: LibTorch eager (Debian libtorch-dev, C++) vs sloth on workloads 2-4 of issue 5.
+# Side-by-side: LibTorch eager (Debian libtorch-dev, C++) vs sloth on workloads 2-4 of issue 5
+# and on issue 13's models (CNN training step, transformer block training step, conv2d layers).
 #   benchmarks/compare.sh            (or: bazel run //benchmarks:compare)
 # Environment knobs:
 #   THREADS=<n>        thread count for both sides (default: nproc, which is what sloth's pool uses)
+#   MODEL_THREADS="1 2"  thread counts of the model rows; each runs both sides at that count
+#                      (sloth: SLOTH_NUM_THREADS and OPENBLAS_NUM_THREADS; LibTorch:
+#                      at::set_num_threads)
+#   SKIP_BASE=1        only the model rows (skips the workloads of issue 5)
 #   REPS=<n>           sloth benchmark repetitions (median reported; default 5)
 #   LT_MIN_S=<s>       LibTorch seconds per workload (median over all reps in that time; default 3)
 #   BAZEL_STARTUP="--output_base=/tmp/ob_bench"   extra bazel startup options
@@ -14,6 +19,8 @@ ROOT="${BUILD_WORKSPACE_DIRECTORY:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && p
 cd "$ROOT"
 THREADS="${THREADS:-$(nproc)}"
 REPS="${REPS:-5}"
+MODEL_THREADS="${MODEL_THREADS:-1 2}"
+SKIP_BASE="${SKIP_BASE:-0}"
 LT_MIN_S="${LT_MIN_S:-3}"
 WORKDIR="${WORKDIR:-/tmp/sloth_compare}"
 BAZEL="${BAZEL:-bazel}"
@@ -42,39 +49,78 @@ if [[ ! -x "$LTBIN" || "$SRC" -nt "$LTBIN" ]]; then
 fi
 
 # ---- 3. sloth benchmarks ----
+# The model benchmarks come from several files; a row whose benchmark binary is not in this tree
+# is skipped (and said so) instead of failing the whole comparison.
+# name:filter of each model benchmark binary.
+MODEL_BENCHES=("cnn_bench:^BM_CnnTrainStep" "transformer_bench:^BM_TransformerBlockStep"
+               "conv_bench:^BM_Conv2dForward")
+PRESENT=()
+for mb in "${MODEL_BENCHES[@]}"; do
+  b="${mb%%:*}"
+  if grep -q "name = \"$b\"" benchmarks/BUILD; then PRESENT+=("$mb")
+  else echo "note: //benchmarks:$b is not in this tree; its rows are skipped" >&2; fi
+done
+TARGETS=()
+if [[ "$SKIP_BASE" != 1 ]]; then
+  TARGETS+=(//benchmarks:elementwise_bench //benchmarks:ops_bench //benchmarks:train_bench)
+fi
+for mb in "${PRESENT[@]}"; do TARGETS+=("//benchmarks:${mb%%:*}"); done
 echo "== building sloth benchmarks ==" >&2
-"$BAZEL" "${STARTUP[@]}" build -c opt //benchmarks:elementwise_bench //benchmarks:ops_bench //benchmarks:train_bench >&2
+"$BAZEL" "${STARTUP[@]}" build -c opt "${TARGETS[@]}" >&2
 BIN="$("$BAZEL" "${STARTUP[@]}" info -c opt bazel-bin 2>/dev/null)/benchmarks"
 
-echo "== LibTorch eager ($THREADS threads) ==" >&2
-"$LTBIN" "$THREADS" "$LT_MIN_S" | tee "$WORKDIR/libtorch.txt" >&2
-
-echo "== sloth ==" >&2
 COMMON=(--benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true
         --benchmark_format=console)
-"$BIN/elementwise_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/elementwise.json" --benchmark_out_format=json >&2
-"$BIN/ops_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/ops.json" --benchmark_out_format=json >&2
-"$BIN/train_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/train.json" --benchmark_out_format=json >&2
+rm -f "$WORKDIR"/libtorch.txt "$WORKDIR"/libtorch_models_t*.txt "$WORKDIR"/*.json
+if [[ "$SKIP_BASE" != 1 ]]; then
+  echo "== LibTorch eager ($THREADS threads) ==" >&2
+  "$LTBIN" "$THREADS" "$LT_MIN_S" | tee "$WORKDIR/libtorch.txt" >&2
+
+  echo "== sloth ==" >&2
+  "$BIN/elementwise_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/elementwise.json" --benchmark_out_format=json >&2
+  "$BIN/ops_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/ops.json" --benchmark_out_format=json >&2
+  "$BIN/train_bench" "${COMMON[@]}" --benchmark_out="$WORKDIR/train.json" --benchmark_out_format=json >&2
+fi
+
+# Model rows: both sides at each thread count of MODEL_THREADS, one after the other.
+for t in $MODEL_THREADS; do
+  echo "== models, $t thread(s): LibTorch eager ==" >&2
+  "$LTBIN" "$t" "$LT_MIN_S" models | tee "$WORKDIR/libtorch_models_t$t.txt" >&2
+  echo "== models, $t thread(s): sloth ==" >&2
+  for mb in "${PRESENT[@]}"; do
+    b="${mb%%:*}"
+    SLOTH_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" "$BIN/$b" "${COMMON[@]}" \
+      --benchmark_filter="${mb#*:}" --benchmark_out="$WORKDIR/models_t${t}_$b.json" \
+      --benchmark_out_format=json >&2 || echo "warning: $b failed at $t thread(s)" >&2
+  done
+done
 
 # ---- 4. one table ----
-python3 - "$WORKDIR" "$THREADS" <<'PY'
-import json, sys, re, os
-wd, threads = sys.argv[1], sys.argv[2]
+python3 - "$WORKDIR" "$THREADS" "$MODEL_THREADS" "$SKIP_BASE" <<'PY'
+import glob, json, sys, re, os
+wd, threads, model_threads, skip_base = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4] == "1"
 lt = {}
-for line in open(os.path.join(wd, "libtorch.txt")):
-    if line.startswith("#") or not line.strip():
-        continue
-    name, med, mn, reps = line.split()
-    lt[name] = float(med)
+for path in glob.glob(os.path.join(wd, "libtorch*.txt")):
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        name, med, mn, reps = line.split()
+        lt[name] = float(med)
 to_ms = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 sl, extra = {}, {}
-for f in ("elementwise.json", "ops.json", "train.json"):
-    for b in json.load(open(os.path.join(wd, f)))["benchmarks"]:
+def read_bench(path, suffix=""):
+    for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
-        name = re.sub(r"/(min_time:[^/]*|real_time|manual_time)", "", b["run_name"])
-        sl[name] = b["real_time"] * to_ms[b["time_unit"]]
-        extra[name] = b
+        name = re.sub(r"/(min_time:[^/]*|real_time|manual_time|process_time)", "", b["run_name"])
+        sl[name + suffix] = b["real_time"] * to_ms[b["time_unit"]]
+        extra[name + suffix] = b
+for f in ("elementwise.json", "ops.json", "train.json"):
+    if os.path.exists(os.path.join(wd, f)):
+        read_bench(os.path.join(wd, f))
+for t in model_threads:
+    for path in glob.glob(os.path.join(wd, f"models_t{t}_*.json")):
+        read_bench(path, f"@t{t}")
 # sloth's chains: jit:1 is the run-time compiled kernel (the default once a kernel is hot);
 # jit:0 (the tile interpreter) is printed below the table.
 rows = [(f"chain k={k} (16M f32)", f"chain_k{k}", f"BM_SlothChain/k:{k}/jit:1") for k in (1, 2, 4, 8, 16)]
@@ -88,14 +134,32 @@ rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6/jit:1"),
 def fmt(ms):
     if ms is None: return "n/a"
     return f"{ms*1e3:.1f} us" if ms < 1 else f"{ms:.2f} ms"
-print(f"\nthreads={threads}  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE','(unset)')}  "
+# Issue 13's models at each thread count. A sloth key may list alternatives (the first
+# present wins); a row whose benchmark did not run prints "n/a" for sloth.
+model_rows = [("CNN step b128 (fashion_mnist cnn)", "cnn_step_b128",
+               ["BM_CnnTrainStep/batch:128", "BM_CnnTrainStep"]),
+              ("transformer block step d128 T64 b32", "transformer_block_step",
+               ["BM_TransformerBlockStep"])]
+for i, shape in ((0, "1->32 28x28"), (1, "32->64 14x14")):
+    for kind, lk, sk in (("fwd", "conv2d_fwd", "BM_Conv2dForward"),
+                         ("fwd+bwd", "conv2d_fwdbwd", "BM_Conv2dForwardBackward")):
+        model_rows.append((f"conv2d {shape} b128 {kind}", f"{lk}_layer{i}",
+                           [f"{sk}/layer:{i}", f"{sk}/{i}"]))
+for t in model_threads:
+    for label, lk, sks in model_rows:
+        sk = next((k for k in sks if f"{k}@t{t}" in sl), sks[0])
+        rows.append((f"{label} t{t}", f"{lk}_t{t}", f"{sk}@t{t}"))
+print(f"\nthreads={threads} (model rows: the t<n> in their name)  "
+      f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE','(unset)')}  "
       f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY','(unset)')}  medians")
-hdr = f"{'workload':34} {'LibTorch':>12} {'sloth':>12} {'LibTorch/sloth':>15}"
+hdr = f"{'workload':40} {'LibTorch':>12} {'sloth':>12} {'LibTorch/sloth':>15}"
 print(hdr); print("-" * len(hdr))
 for label, lk, sk in rows:
     a, b = lt.get(lk), sl.get(sk)
+    if a is None and b is None and (skip_base and "@t" not in sk):
+        continue
     r = f"{a/b:.2f}x" if a and b else "n/a"
-    print(f"{label:34} {fmt(a):>12} {fmt(b):>12} {r:>15}")
+    print(f"{label:40} {fmt(a):>12} {fmt(b):>12} {r:>15}")
 print("\nratio > 1: sloth is faster.  Same-binary references (sloth side):")
 for k in ("BM_StreamTriad/threads:1", "BM_StreamTriad/threads:2"):
     if k in extra:
@@ -104,7 +168,7 @@ for k in [r[2] for r in rows[:6]]:
     for v in (k, k.replace("jit:1", "jit:0")):
         if v in extra:
             print(f"  {v}: {extra[v]['bytes_per_second']/1e9:.1f} GB/s")
-if "BM_MatmulCblas/n:1024" in sl:
+if "BM_MatmulCblas/n:1024" in sl and "BM_MatmulSloth/n:1024" in sl:
     print(f"  cblas_sgemm 1024: {fmt(sl['BM_MatmulCblas/n:1024'])}  (sloth matmul / cblas = "
           f"{sl['BM_MatmulSloth/n:1024']/sl['BM_MatmulCblas/n:1024']:.3f})")
 for k in ("BM_TrainMlp/batch:256", "BM_TrainMlp/batch:32"):

@@ -1,15 +1,21 @@
-// LibTorch eager side of sloth's benchmarks (workloads 2-4 of issue 5). Not a Bazel target:
-// compare.sh builds it with g++ -O3 -std=c++17 against Debian's libtorch-dev.
-//   ./libtorch_workloads [threads] [min_seconds_per_workload]
-// Prints one line per workload: "name median_ms min_ms reps".
+// LibTorch eager side of sloth's benchmarks (workloads 2-4 of issue 5; the models of issue 13).
+// Not a Bazel target: compare.sh builds it with g++ -O3 -std=c++17 against Debian's
+// libtorch-dev.
+//   ./libtorch_workloads [threads] [min_seconds_per_workload] [base|models]
+// Prints one line per workload: "name median_ms min_ms reps". "base" (the default) runs the
+// workloads of issue 5; "models" runs issue 13's (CNN training step, transformer block training
+// step, conv2d forward and forward+backward), each name suffixed with "_t<threads>" because
+// compare.sh runs them at 1 and 2 threads.
 // Keep the workloads in step with benchmarks/bench_common.h and the *_bench.cc files.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -84,13 +90,141 @@ void train(const std::string& name, const std::vector<int64_t>& sizes, int64_t b
   measure(name, step, ce ? 5 : 50);
 }
 
+// ---- issue 13: the models (keep in step with benchmarks/cnn_bench.cc, transformer_bench.cc and
+// conv_bench.cc, and with tools/fashion_cnn.py and tools/char_lm.py) ----
+
+// examples/train_fashion_mnist.cc --model=cnn: two blocks conv3x3(pad 1) + BatchNorm2d + ReLU +
+// MaxPool2d(2) (1->32, 32->64), Flatten, Linear 3136->128, ReLU, Dropout(0.3), Linear 128->10.
+struct Cnn : torch::nn::Module {
+  torch::nn::Sequential net{
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)),
+      torch::nn::BatchNorm2d(32), torch::nn::ReLU(), torch::nn::MaxPool2d(2),
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)),
+      torch::nn::BatchNorm2d(64), torch::nn::ReLU(), torch::nn::MaxPool2d(2),
+      torch::nn::Flatten(), torch::nn::Linear(64 * 7 * 7, 128), torch::nn::ReLU(),
+      torch::nn::Dropout(0.3), torch::nn::Linear(128, 10)};
+  Cnn() { register_module("net", net); }
+  torch::Tensor forward(torch::Tensor x) { return net->forward(x); }
+};
+
+// One training step of the CNN at batch 128: forward (training mode: batch statistics,
+// dropout), cross_entropy, backward, AdamW (lr 1e-3, wd 1e-2), loss read back.
+void cnn_step(const std::string& suffix) {
+  torch::manual_seed(13);
+  auto model = std::make_shared<Cnn>();
+  model->train();
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(1e-2));
+  torch::Tensor x = torch::randn({128, 1, 28, 28});
+  torch::Tensor y = torch::randint(0, 10, {128}, torch::kLong);
+  measure("cnn_step_b128" + suffix, [&] {
+    opt.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    volatile float l = loss.item<float>();
+    (void)l;
+  }, 5);
+}
+
+// One pre-norm transformer block (tools/char_lm.py's Block): x + attn(ln1(x)), then
+// x + fc_out(gelu(fc(ln2(x)))); causal attention with matmul, masked_fill and softmax.
+struct Block : torch::nn::Module {
+  int64_t d, h;
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc{nullptr}, fc_out{nullptr};
+  torch::Tensor causal;
+  Block(int64_t d_, int64_t h_, int64_t T) : d(d_), h(h_) {
+    ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
+    proj = register_module("proj", torch::nn::Linear(d, d));
+    ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    fc = register_module("fc", torch::nn::Linear(d, 4 * d));
+    fc_out = register_module("fc_out", torch::nn::Linear(4 * d, d));
+    causal = register_buffer("causal", torch::ones({T, T}, torch::kBool).tril());
+  }
+  torch::Tensor attn(const torch::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1);
+    auto qkv3 = qkv->forward(x).split(d, 2);
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, h, d / h}).transpose(1, 2); };
+    torch::Tensor q = heads(qkv3[0]), k = heads(qkv3[1]), v = heads(qkv3[2]);
+    torch::Tensor s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(d / h)));
+    s = s.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
+    torch::Tensor y = torch::matmul(torch::softmax(s, -1), v);
+    return proj->forward(y.transpose(1, 2).reshape({B, T, d}));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attn(ln1->forward(x));
+    return x + fc_out->forward(torch::gelu(fc->forward(ln2->forward(x))));
+  }
+};
+
+// One training step of one block (d=128, 4 heads, T=64, batch 32): forward, mse_loss against a
+// fixed target, backward, AdamW, loss read back.
+void transformer_block_step(const std::string& suffix) {
+  const int64_t B = 32, T = 64, d = 128, h = 4;
+  torch::manual_seed(14);
+  auto block = std::make_shared<Block>(d, h, T);
+  torch::optim::AdamW opt(block->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(1e-2));
+  torch::Tensor x = torch::randn({B, T, d}), target = torch::randn({B, T, d});
+  measure("transformer_block_step" + suffix, [&] {
+    opt.zero_grad();
+    torch::Tensor loss = torch::mse_loss(block->forward(x), target);
+    loss.backward();
+    opt.step();
+    volatile float l = loss.item<float>();
+    (void)l;
+  }, 5);
+}
+
+// The CNN's two conv layers at batch 128 (3x3, padding 1, bias): layer 0 [128,1,28,28] ->
+// [128,32,28,28], layer 1 [128,32,14,14] -> [128,64,14,14]. Forward alone (no grad), and
+// forward + backward with a fixed output gradient: weight and bias grads, and the input grad
+// for layer 1 only (layer 0's input is the image, which needs none in the model).
+void conv_layers(const std::string& suffix) {
+  struct L { int64_t cin, cout, hw; };
+  const L layers[2] = {{1, 32, 28}, {32, 64, 14}};
+  for (int i = 0; i < 2; ++i) {
+    const L& l = layers[i];
+    torch::manual_seed(15 + i);
+    torch::Tensor x = torch::randn({128, l.cin, l.hw, l.hw});
+    torch::Tensor w = torch::randn({l.cout, l.cin, 3, 3}) * (1.0 / std::sqrt(9.0 * l.cin));
+    torch::Tensor b = torch::randn({l.cout});
+    torch::Tensor gy = torch::randn({128, l.cout, l.hw, l.hw});
+    const std::string id = "layer" + std::to_string(i) + suffix;
+    {
+      torch::NoGradGuard ng;
+      torch::Tensor y;
+      measure("conv2d_fwd_" + id, [&] { y = torch::conv2d(x, w, b, 1, 1); });
+    }
+    x.requires_grad_(i == 1);
+    w.requires_grad_(true);
+    b.requires_grad_(true);
+    measure("conv2d_fwdbwd_" + id, [&] {
+      for (torch::Tensor* t : {&x, &w, &b}) t->mutable_grad().reset();
+      torch::conv2d(x, w, b, 1, 1).backward(gy);
+    });
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 0;
   if (argc > 2) g_min_s = std::atof(argv[2]);
+  const std::string group = argc > 3 ? argv[3] : "base";
   if (threads > 0) at::set_num_threads(threads);
   std::printf("# libtorch %s, at::get_num_threads()=%d\n", TORCH_VERSION, at::get_num_threads());
+  if (group == "models") {
+    const std::string suffix = "_t" + std::to_string(at::get_num_threads());
+    cnn_step(suffix);
+    transformer_block_step(suffix);
+    conv_layers(suffix);
+    return 0;
+  }
+  if (group != "base") {
+    std::fprintf(stderr, "unknown workload group '%s' (expected base or models)\n", group.c_str());
+    return 2;
+  }
   torch::NoGradGuard* no_grad = new torch::NoGradGuard();
 
   {  // 2. elementwise chains over 16M floats

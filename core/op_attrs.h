@@ -207,6 +207,114 @@ struct LayerNormAttrs {
   SLOTH_ATTR_VIEW(LayerNormAttrs)
 };
 
+// ---- normalization and losses (nn) ----
+// BatchNorm: operands (x[, running_mean, running_var][, weight][, bias]); the running stats
+// are operands only in eval (training normalizes with the batch statistics).
+SLOTH_ATTR_MAP(BatchNormAttrs, f(v.eps, a.slots.f0); f(v.training, a.slots.flag);
+               f(v.has_weight, a.slots.i0); f(v.has_bias, a.slots.i1));
+struct BatchNormAttrs {
+  double eps = 0;
+  bool training = false;
+  bool has_weight = false, has_bias = false;
+  SLOTH_ATTR_VIEW(BatchNormAttrs)
+};
+
+// GroupNorm: operands (x[, weight][, bias]).
+SLOTH_ATTR_MAP(GroupNormAttrs, f(v.num_groups, a.slots.i2); f(v.eps, a.slots.f0);
+               f(v.has_weight, a.slots.i0); f(v.has_bias, a.slots.i1));
+struct GroupNormAttrs {
+  int64_t num_groups = 0;
+  double eps = 0;
+  bool has_weight = false, has_bias = false;
+  SLOTH_ATTR_VIEW(GroupNormAttrs)
+};
+
+// CrossEntropy, NllLoss. An empty Attrs is PyTorch's default call without ignore_index (no
+// target ignored), label_smoothing 0 and reduction mean; the public functions always set
+// `ignores` with ignore_index (-100 by default), so a target equal to it is skipped.
+enum class LossReduction : int64_t { kMean = 0, kSum = 1, kNone = 2 };
+SLOTH_ATTR_MAP(LossAttrs, f(v.ignore_index, a.slots.i0); f(v.ignores, a.slots.flag);
+               f(v.reduction, a.slots.i1); f(v.label_smoothing, a.slots.f0));
+struct LossAttrs {
+  int64_t ignore_index = 0;
+  bool ignores = false;
+  LossReduction reduction = LossReduction::kMean;
+  double label_smoothing = 0;
+  SLOTH_ATTR_VIEW(LossAttrs)
+};
+
+// ---- convolution and pooling ----
+// Unfold, Fold (im2col / col2im over [N, C, H, W]): the window geometry packed in `geom`
+// (kh, kw, dh, dw, ph, pw, sh, sw, eh, ew), where (ph, pw) pad the top/left and (ph + eh,
+// pw + ew) the bottom/right (eh, ew > 0 only for ceil_mode pooling and padding="same");
+// `output_size` is Fold's (H, W); `pad_value` fills Unfold's padding (-inf for max pooling).
+// `batch_inner` (internal, conv2d's layout) lays the columns out as one matrix
+// [C*kh*kw, N*L] (batch inside each row) instead of [N, C*kh*kw, L], so that a convolution
+// is one GEMM and its weight gradient another, not N small ones. `extra_row` appends one row
+// to Unfold's columns (per sample: [N, C*kh*kw + 1, L]; once: [C*kh*kw + 1, N*L]), of ones
+// (the bias's row: the GEMM then adds the bias itself) or zeros (that row's gradient); Fold
+// ignores that row.
+SLOTH_ATTR_MAP(WindowAttrs, f(v.geom, a.dims); f(v.output_size, a.slots.dims2);
+               f(v.pad_value, a.slots.f0); f(v.batch_inner, a.slots.flag);
+               f(v.extra_row, a.slots.i0));
+struct WindowAttrs {
+  AttrDims geom;
+  AttrDims output_size;
+  double pad_value = 0;
+  bool batch_inner = false;
+  enum ExtraRow : int64_t { kNoRow = 0, kOnesRow = 1, kZerosRow = 2 };
+  int64_t extra_row = kNoRow;
+  int64_t extra_rows() const { return extra_row != kNoRow ? 1 : 0; }
+  int64_t kh() const { return geom[0]; }
+  int64_t kw() const { return geom[1]; }
+  int64_t dh() const { return geom[2]; }
+  int64_t dw() const { return geom[3]; }
+  int64_t ph() const { return geom[4]; }
+  int64_t pw() const { return geom[5]; }
+  int64_t sh() const { return geom[6]; }
+  int64_t sw() const { return geom[7]; }
+  int64_t eh() const { return geom[8]; }
+  int64_t ew() const { return geom[9]; }
+  // Blocks along one spatial dim of size `in` (floor division, as F.unfold).
+  static int64_t blocks(int64_t in, int64_t k, int64_t d, int64_t p, int64_t extra, int64_t s) {
+    return (in + 2 * p + extra - d * (k - 1) - 1) / s + 1;
+  }
+  int64_t out_h(int64_t h) const { return blocks(h, kh(), dh(), ph(), eh(), sh()); }
+  int64_t out_w(int64_t w) const { return blocks(w, kw(), dw(), pw(), ew(), sw()); }
+  SLOTH_ATTR_VIEW(WindowAttrs)
+};
+
+// Conv1d, Conv2d, ConvTranspose2d: `params` = stride ++ padding ++ dilation ++ output_padding
+// (each one value per spatial dim); `same` is padding="same" (padding then unused).
+SLOTH_ATTR_MAP(ConvAttrs, f(v.params, a.dims); f(v.groups, a.slots.i0); f(v.same, a.slots.flag));
+struct ConvAttrs {
+  AttrDims params;
+  int64_t groups = 1;
+  bool same = false;
+  size_t spatial() const { return params.size() / 4; }
+  int64_t stride(size_t i) const { return params[i]; }
+  int64_t padding(size_t i) const { return params[spatial() + i]; }
+  int64_t dilation(size_t i) const { return params[2 * spatial() + i]; }
+  int64_t output_padding(size_t i) const { return params[3 * spatial() + i]; }
+  SLOTH_ATTR_VIEW(ConvAttrs)
+};
+
+// MaxPool2d, AvgPool2d: `params` = kernel ++ stride ++ padding ++ dilation (2 each);
+// divisor_override 0 = none. AdaptiveAvgPool2d keeps its output size in Attrs::dims.
+SLOTH_ATTR_MAP(PoolAttrs, f(v.params, a.dims); f(v.ceil_mode, a.slots.flag);
+               f(v.exclude_pad, a.slots.i0); f(v.divisor_override, a.slots.i1));
+struct PoolAttrs {
+  AttrDims params;
+  bool ceil_mode = false;
+  bool exclude_pad = false;  // count_include_pad = false
+  int64_t divisor_override = 0;
+  int64_t kernel(int i) const { return params[i]; }
+  int64_t stride(int i) const { return params[2 + i]; }
+  int64_t padding(int i) const { return params[4 + i]; }
+  int64_t dilation(int i) const { return params[6 + i]; }
+  SLOTH_ATTR_VIEW(PoolAttrs)
+};
+
 // ---- attention and sequence ops ----
 // Sdpa: scores scaled by `scale`; is_causal masks key j > query i (PyTorch 2's top-left
 // aligned tril of ones(L, S)).

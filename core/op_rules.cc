@@ -7,6 +7,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/conv_rules.h"  // convolution and pooling
 #include "core/error.h"
 #include "core/op_attrs.h"
 #include "core/op_table.h"
@@ -505,7 +506,7 @@ absl::Status rule_softmax(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(normalize_dim<DimAttrs>(op_name(op).data(), a, rank(in[0])).status());
   return unary(op, in, out, is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat);
 }
-absl::Status rule_nll(OpId op, Metas in, Attrs&, OutputMeta* out) {
+absl::Status rule_nll(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(need_floating(op, in[0], "input"));
   if (in[1].dtype != DType::kInt64)
@@ -517,7 +518,18 @@ absl::Status rule_nll(OpId op, Metas in, Attrs&, OutputMeta* out) {
     return invalid("%s: input %s and target %s do not match; expected input [N, C] with target "
                    "[N], or input [C] with a 0-dim target",
                    op_name(op), sh(in[0]), sh(in[1]));
-  out->shape = {};
+  const LossAttrs la = LossAttrs::of(a);
+  if (!(la.label_smoothing >= 0 && la.label_smoothing <= 1))
+    return invalid("%s: label_smoothing must be between 0.0 and 1.0, got %g", op_name(op),
+                   la.label_smoothing);
+  if (op == OpId::kNllLoss && la.label_smoothing != 0)
+    return invalid("nll_loss: label_smoothing is a cross_entropy option (nll_loss takes log "
+                   "probabilities as they are)");
+  if (la.reduction != LossReduction::kMean && la.reduction != LossReduction::kSum &&
+      la.reduction != LossReduction::kNone)
+    return invalid("%s: unknown reduction %d (use mean, sum or none)", op_name(op),
+                   static_cast<int64_t>(la.reduction));
+  out->shape = la.reduction == LossReduction::kNone && x.size() == 2 ? Shape{x[0]} : Shape{};
   out->dtype = in[0].dtype;
   return absl::OkStatus();
 }
@@ -598,6 +610,74 @@ absl::Status fits_self(OpId op, const TensorMeta& self, Metas operands, DType re
                    op_name(op), dtype_name(result), dtype_name(self.dtype));
   return absl::OkStatus();
 }
+// ---- normalization (nn) ----
+// Channels are dim 1 of an input [N, C, *]; per-channel operands are 1-D [C].
+absl::Status check_channel_operands(OpId op, Metas in, size_t first, const char* const* names) {
+  const int64_t c = (*in[0].shape)[1];
+  for (size_t i = first; i < in.size(); ++i) {
+    if (in[i].dtype != in[0].dtype)
+      return invalid("%s: %s is %s but input is %s; convert one of them with .to(...)",
+                     op_name(op), names[i - first], dtype_name(in[i].dtype),
+                     dtype_name(in[0].dtype));
+    if (*in[i].shape != Shape{c})
+      return invalid("%s: %s %s must have shape [%d], one value per channel of input %s",
+                     op_name(op), names[i - first], sh(in[i]), c, sh(in[0]));
+  }
+  return absl::OkStatus();
+}
+absl::Status rule_batch_norm(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  const BatchNormAttrs b = BatchNormAttrs::of(a);
+  const size_t want = 1 + (b.training ? 0 : 2) + b.has_weight + b.has_bias;
+  if (in.size() != want)
+    return invalid("batch_norm: expects %d tensor operands (input%s%s%s), got %d", want,
+                   b.training ? "" : ", running_mean, running_var", b.has_weight ? ", weight" : "",
+                   b.has_bias ? ", bias" : "", in.size());
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
+  if (rank(in[0]) < 2)
+    return invalid("batch_norm: input %s must have at least 2 dims [N, C, *]", sh(in[0]));
+  const char* names[4];
+  size_t k = 0;
+  if (!b.training) names[k++] = "running_mean", names[k++] = "running_var";
+  if (b.has_weight) names[k++] = "weight";
+  if (b.has_bias) names[k++] = "bias";
+  SLOTH_RETURN_IF_ERROR(check_channel_operands(op, in, 1, names));
+  if (b.training) {
+    const int64_t c = (*in[0].shape)[1];
+    int64_t n = 1;
+    for (int64_t d : *in[0].shape) n *= d;
+    if (c > 0 && n / c == 1)
+      return invalid("batch_norm: Expected more than 1 value per channel when training, got "
+                     "input size %s (use a batch of 2 or more, or eval mode)",
+                     sh(in[0]));
+  }
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+absl::Status rule_group_norm(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  const GroupNormAttrs g = GroupNormAttrs::of(a);
+  const size_t want = 1 + g.has_weight + g.has_bias;
+  if (in.size() != want)
+    return invalid("group_norm: expects %d tensor operands (input%s%s), got %d", want,
+                   g.has_weight ? ", weight" : "", g.has_bias ? ", bias" : "", in.size());
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0]));
+  if (rank(in[0]) < 2)
+    return invalid("group_norm: input %s must have at least 2 dims [N, C, *]", sh(in[0]));
+  const int64_t c = (*in[0].shape)[1];
+  if (g.num_groups <= 0 || c % g.num_groups != 0)
+    return invalid("group_norm: Expected number of channels in input to be divisible by "
+                   "num_groups, but got input of shape %s and num_groups=%d",
+                   sh(in[0]), g.num_groups);
+  const char* names[2];
+  size_t k = 0;
+  if (g.has_weight) names[k++] = "weight";
+  if (g.has_bias) names[k++] = "bias";
+  SLOTH_RETURN_IF_ERROR(check_channel_operands(op, in, 1, names));
+  out->shape = *in[0].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+
 absl::Status rule_copy_(OpId op, Metas in, Attrs&, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   auto b = broadcast_shapes("copy_", *in[0].shape, *in[1].shape);

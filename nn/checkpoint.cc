@@ -233,36 +233,57 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return parse_safetensors(read_file(path), "'" + path + "'");
 }
 
+namespace {
+void collect_state(const Module& m, const std::string& prefix, NamedTensors* out,
+                   std::set<std::string>* buffer_names) {
+  for (auto& [n, p] : m.named_parameters(false)) out->emplace_back(prefix + n, p);
+  for (auto& [n, b] : m.named_buffers(false)) {
+    out->emplace_back(prefix + n, b);
+    if (buffer_names) buffer_names->insert(prefix + n);
+  }
+  for (auto& [n, c] : m.named_children()) collect_state(*c, prefix + n + ".", out, buffer_names);
+}
+}  // namespace
+
+NamedTensors state_dict(const Module& module) {
+  NamedTensors out;
+  collect_state(module, "", &out, nullptr);
+  return out;
+}
+
 void save(const Module& module, const std::string& path, const Metadata& metadata) {
-  save_safetensors(module.named_parameters(), path, metadata);
+  save_safetensors(state_dict(module), path, metadata);
 }
 
 Metadata load(Module& module, const std::string& path) {
   SafetensorsFile f = load_safetensors(path);
   const std::string what = "load '" + path + "'";
-  auto params = module.named_parameters();
+  NamedTensors state;
+  std::set<std::string> buffer_names;
+  collect_state(module, "", &state, &buffer_names);
   std::set<std::string> expected;
-  for (const auto& [n, p] : params) {
+  for (const auto& [n, p] : state) {
     expected.insert(n);
+    const char* kind = buffer_names.count(n) ? "buffer" : "parameter";
     const Tensor* t = f.find(n);
     if (!t)
-      fail("%s: missing tensor '%s' (the module's parameter of shape %s); the file has %d "
-           "tensors",
-           what, n, shape_str(p.shape()), int64_t(f.tensors.size()));
+      fail("%s: missing tensor '%s' (the module's %s of shape %s); the file has %d tensors",
+           what, n, kind, shape_str(p.shape()), int64_t(f.tensors.size()));
     if (t->shape() != p.shape())
-      fail("%s: tensor '%s' has shape %s in the file but the module's parameter has shape %s",
-           what, n, shape_str(t->shape()), shape_str(p.shape()));
+      fail("%s: tensor '%s' has shape %s in the file but the module's %s has shape %s", what, n,
+           shape_str(t->shape()), kind, shape_str(p.shape()));
     if (t->dtype() != p.dtype())
-      fail("%s: tensor '%s' has dtype %s in the file but the module's parameter has dtype %s",
-           what, n, st_dtype(t->dtype()), st_dtype(p.dtype()));
+      fail("%s: tensor '%s' has dtype %s in the file but the module's %s has dtype %s", what, n,
+           st_dtype(t->dtype()), kind, st_dtype(p.dtype()));
   }
   for (const auto& [n, t] : f.tensors)
     if (!expected.count(n))
-      fail("%s: unexpected tensor '%s' in the file (the module has no parameter of that name)",
+      fail("%s: unexpected tensor '%s' in the file (the module has no parameter or buffer of "
+           "that name)",
            what, n);
   NoGradGuard g;
   std::vector<Tensor> updated;
-  for (auto& [n, p] : params) {
+  for (auto& [n, p] : state) {
     p.copy_(*f.find(n));
     updated.push_back(p);
   }

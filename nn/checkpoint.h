@@ -37,13 +37,19 @@ SafetensorsFile load_safetensors(const std::string& path);
 // Parses bytes already in memory (`what` names the source in errors).
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what);
 
-// A module's named_parameters().
+// A module's parameters and buffers, named and ordered as PyTorch's state_dict(): each
+// module's own parameters, then its own buffers, then its children's ("bn1.weight",
+// "bn1.bias", "bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked", ...).
+NamedTensors state_dict(const Module& module);
+
+// A module's state_dict(): parameters and buffers.
 void save(const Module& module, const std::string& path, const Metadata& metadata = {});
-// Loads a module's parameters (strict: the file must hold exactly the module's parameter
-// names, with equal shapes and dtypes). On any mismatch or a corrupt file it throws
+// Loads a module's parameters and buffers (strict: the file must hold exactly the names of
+// state_dict(), with equal shapes and dtypes; a checkpoint of parameters only therefore loads
+// into a module without buffers, as before). On any mismatch or a corrupt file it throws
 // sloth::Error and the module is unchanged; on success values are copied into the existing
-// parameter tensors (copy_ under NoGradGuard), which stay the same leaves. Returns the
-// file's metadata.
+// tensors (copy_ under NoGradGuard), so parameters stay the same leaves and references to
+// buffers stay valid. Returns the file's metadata.
 Metadata load(Module& module, const std::string& path);
 
 }  // namespace sloth::nn

@@ -14,14 +14,19 @@ Tensor Module::forward(const Tensor&) {
        name_);
 }
 
-Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
+void Module::check_new_name(const char* what, const std::string& name) const {
   if (name.empty() || name.find('.') != std::string::npos)
-    fail("register_parameter: invalid name '%s' in %s (must be non-empty and contain no '.')",
-         name, name_);
+    fail("%s: invalid name '%s' in %s (must be non-empty and contain no '.')", what, name, name_);
   for (const auto& [n, p] : params_)
-    if (n == name) fail("register_parameter: %s already has a parameter named '%s'", name_, name);
+    if (n == name) fail("%s: %s already has a parameter named '%s'", what, name_, name);
+  for (const auto& [n, b] : buffers_)
+    if (n == name) fail("%s: %s already has a buffer named '%s'", what, name_, name);
   for (const auto& [n, c] : children_)
-    if (n == name) fail("register_parameter: %s already has a submodule named '%s'", name_, name);
+    if (n == name) fail("%s: %s already has a submodule named '%s'", what, name_, name);
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
+  check_new_name("register_parameter", name);
   if (t.defined()) {
     t = t.detach();
     if (requires_grad) t.requires_grad_(true);
@@ -30,29 +35,41 @@ Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requi
   return params_.back().second;
 }
 
+Tensor& Module::register_buffer(const std::string& name, Tensor t) {
+  check_new_name("register_buffer", name);
+  buffers_.emplace_back(name, std::move(t));
+  return buffers_.back().second;
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
   if (!m) fail("register_module: submodule '%s' of %s is null", name, name_);
-  if (name.empty() || name.find('.') != std::string::npos)
-    fail("register_module: invalid name '%s' in %s (must be non-empty and contain no '.')", name,
-         name_);
-  for (const auto& [n, p] : params_)
-    if (n == name) fail("register_module: %s already has a parameter named '%s'", name_, name);
-  for (const auto& [n, c] : children_)
-    if (n == name) fail("register_module: %s already has a submodule named '%s'", name_, name);
+  check_new_name("register_module", name);
   children_.emplace_back(name, std::move(m));
 }
 
-void Module::collect(const std::string& prefix, bool recurse,
+void Module::collect(const std::string& prefix, bool recurse, bool buffers,
                      std::vector<std::pair<std::string, Tensor>>* out) const {
-  for (const auto& [n, p] : params_)
+  for (const auto& [n, p] : buffers ? buffers_ : params_)
     if (p.defined()) out->emplace_back(prefix + n, p);
   if (!recurse) return;
-  for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, out);
+  for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, buffers, out);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect("", recurse, &out);
+  collect("", recurse, false, &out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, true, &out);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [n, b] : named_buffers(recurse)) out.push_back(b);
   return out;
 }
 
@@ -97,6 +114,11 @@ void Module::to(Device device) {
     if (rg) moved.requires_grad_(true);
     p = moved;
   }
+  for (auto& [n, b] : buffers_) {
+    if (!b.defined()) continue;
+    if (b.device().type == device.type && b.device().index == device.index) continue;
+    b = b.to(device);
+  }
   for (auto& [n, c] : children_) c->to(device);
 }
 
@@ -110,6 +132,8 @@ void Module::to(DType dtype) {
     if (rg) moved.requires_grad_(true);
     p = moved;
   }
+  for (auto& [n, b] : buffers_)
+    if (b.defined() && b.dtype() != dtype && is_floating(b.dtype())) b = b.to(dtype);
   for (auto& [n, c] : children_) c->to(dtype);
 }
 

@@ -43,6 +43,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // Undefined parameters (e.g. Linear's bias with bias=false) are skipped.
   std::vector<Tensor> parameters(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  // Buffers (state that is not a parameter, e.g. BatchNorm's running statistics), in the same
+  // order and with the same dotted names as PyTorch's named_buffers(). Undefined buffers are
+  // skipped. Checkpoints save and load them with the parameters.
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   std::vector<std::shared_ptr<Module>> children() const;
 
@@ -55,11 +60,13 @@ class Module : public std::enable_shared_from_this<Module> {
   // writes fresh ones. false: existing grads are zeroed in place.
   void zero_grad(bool set_to_none = true);
 
-  // Moves every parameter to `device`. On the same device this is a no-op. Otherwise each
-  // registered parameter slot is replaced by a new leaf on the device: references returned by
-  // register_parameter (and the built-in modules' members) follow, copies made earlier do not.
+  // Moves every parameter and buffer to `device`. On the same device this is a no-op.
+  // Otherwise each registered parameter slot is replaced by a new leaf on the device (and each
+  // buffer slot by its copy there): references returned by register_parameter and
+  // register_buffer (and the built-in modules' members) follow, copies made earlier do not.
   void to(Device device);
-  // Converts every floating-point parameter to `dtype` (same rules as to(Device)).
+  // Converts every floating-point parameter and buffer to `dtype` (same rules as to(Device));
+  // integer buffers such as BatchNorm's num_batches_tracked keep their dtype, as in PyTorch.
   void to(DType dtype);
 
   const std::string& name() const { return name_; }
@@ -70,6 +77,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // The returned reference stays valid for the module's lifetime (slots never move).
   // An undefined tensor registers an absent parameter (skipped by parameters()).
   Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  // Registers a buffer: kept as given (no grad is added), with a reference that stays valid
+  // for the module's lifetime, like register_parameter. An undefined tensor registers an
+  // absent buffer (skipped by buffers()). In-place writes through the reference (running
+  // statistics) are recorded in the step graph like any other write.
+  Tensor& register_buffer(const std::string& name, Tensor t);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     add_child(name, m);
@@ -81,11 +93,13 @@ class Module : public std::enable_shared_from_this<Module> {
   void add_child(const std::string& name, std::shared_ptr<Module> m);
 
  private:
-  void collect(const std::string& prefix, bool recurse,
+  void collect(const std::string& prefix, bool recurse, bool buffers,
                std::vector<std::pair<std::string, Tensor>>* out) const;
+  void check_new_name(const char* what, const std::string& name) const;
   std::string name_;
   bool training_ = true;
   std::list<std::pair<std::string, Tensor>> params_;   // std::list: stable addresses
+  std::list<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 

@@ -2,8 +2,14 @@
 #pragma once
 
 #include "nn/checkpoint.h"
+#include "nn/conv.h"     // convolution and pooling
+#include "nn/pooling.h"  // convolution and pooling
 #include "nn/data.h"
 #include "nn/module.h"
+// ---- normalization, layers, clipping (nn) ----
+#include "nn/clip_grad.h"
+#include "nn/layers.h"
+#include "nn/normalization.h"
 #include "nn/optim.h"
 // ---- attention and transformer modules ----
 #include "nn/attention.h"

@@ -82,16 +82,60 @@ Tensor log_softmax_impl(In in, const Attrs& a) {
   return z - log(sum(exp(z), {dim}, true));
 }
 
-Tensor nll_impl(In in, const Attrs&) {
-  const Tensor &lp = in[0], &t = in[1];
-  if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
-  Tensor picked = gather(lp, 1, t.unsqueeze(1));
-  return -mean(picked);
+// nll_loss and cross_entropy (PyTorch 1.13's nll_loss_nd and
+// cross_entropy_loss_label_smoothing, class-index targets, no class weights). A target equal
+// to ignore_index adds nothing and is not counted by the mean; label smoothing mixes in
+// -sum_c(log p_c) / C per sample with weight label_smoothing.
+Tensor reduce_loss(const Tensor& per_sample, const Tensor& ignored, LossReduction r) {
+  switch (r) {
+    case LossReduction::kNone: return per_sample;
+    case LossReduction::kSum: return sum(per_sample);
+    case LossReduction::kMean: break;
+  }
+  if (!ignored.defined()) return mean(per_sample);
+  return sum(per_sample) / sum(logical_not(ignored).to(per_sample.dtype()));
+}
+
+Tensor class_index_loss(const Tensor& lp_in, const Tensor& t_in, const LossAttrs& la) {
+  const bool one = lp_in.dim() == 1;  // input [C] with a 0-dim target: a batch of one
+  const Tensor lp = one ? lp_in.unsqueeze(0) : lp_in;
+  const Tensor t = one ? t_in.reshape({1}) : t_in;
+  const int64_t n = lp.size(0);
+  Tensor ignored, safe_t = t;
+  if (la.ignores) {
+    ignored = t == Scalar(la.ignore_index);
+    safe_t = where(ignored, Scalar(int64_t{0}), t);  // gather needs an in-range index
+  }
+  Tensor nll = -gather(lp, 1, safe_t.unsqueeze(1)).reshape({n});
+  if (ignored.defined()) nll = where(ignored, Scalar(0.0), nll);
+  Tensor out = reduce_loss(nll, ignored, la.reduction);
+  if (la.label_smoothing > 0) {
+    Tensor smooth = -sum(lp, {1});
+    if (ignored.defined()) smooth = where(ignored, Scalar(0.0), smooth);
+    const double c = static_cast<double>(lp.size(1));
+    out = out * (1.0 - la.label_smoothing) +
+          reduce_loss(smooth, ignored, la.reduction) * (la.label_smoothing / c);
+  }
+  return one && la.reduction == LossReduction::kNone ? out.reshape({}) : out;
+}
+
+Tensor nll_impl(In in, const Attrs& a) {
+  const LossAttrs la = LossAttrs::of(a);
+  if (!la.ignores && la.reduction == LossReduction::kMean) {  // the plain form, as before
+    const Tensor &lp = in[0], &t = in[1];
+    if (lp.dim() == 1) return -gather(lp, 0, t.reshape({1})).reshape({});
+    Tensor picked = gather(lp, 1, t.unsqueeze(1));
+    return -mean(picked);
+  }
+  return class_index_loss(in[0], in[1], la);
 }
 
 Tensor cross_entropy_impl(In in, const Attrs& a) {
   const Attrs ls = DimAttrs{.dim = in[0].dim() == 1 ? 0 : 1};
-  return nll_impl({log_softmax_impl({in[0]}, ls), in[1]}, a);
+  const Tensor lp = log_softmax_impl({in[0]}, ls);
+  const LossAttrs la = LossAttrs::of(a);
+  if (la.label_smoothing > 0) return class_index_loss(lp, in[1], la);
+  return nll_impl({lp, in[1]}, a);
 }
 
 Tensor mse_impl(In in, const Attrs&) {
@@ -127,6 +171,110 @@ Tensor layer_norm_impl(In in, const Attrs& a) {
   return y;
 }
 
+// ---- normalization (nn) ----
+thread_local internal::BatchStatsCapture* batch_stats_capture = nullptr;
+
+// [C] -> [1, C, 1, ...] for an input of rank `rank`.
+Tensor per_channel(const Tensor& p, int64_t rank) {
+  Shape s(static_cast<size_t>(rank), 1);
+  s[1] = p.numel();
+  return p.reshape(s);
+}
+
+// The per-group statistics of x over `dims` in one pass of two sibling reductions, shifted
+// by a value of the data itself (k, detached): with xs = x - k, mean = k + sum(xs) / n and
+// the biased variance = sum(xs^2) / n - (sum(xs) / n)^2. The variance does not depend on k
+// (its derivative in k is 0 for every x and k), so treating k as a constant gives exact
+// derivatives of every order; a k drawn from the data keeps the subtraction well conditioned
+// (a constant channel gives exactly 0). Backward then reads x and the gradient, never a
+// materialized x - mean: autograd's graph is two reductions and one elementwise pass.
+struct ShiftedStats {
+  Tensor mean, var;
+};
+// `dims` are reduced in two stages when `first` is not empty: first the trailing dims (a
+// contiguous inner reduction, several times faster than one over dims {0, 2, 3} with a
+// prologue on the CPU backend), then the rest.
+Tensor staged_sum(const Tensor& t, const Shape& first, const Shape& then) {
+  return sum(first.empty() ? t : sum(t, first, true), then, true);
+}
+ShiftedStats shifted_stats(const Tensor& x, const Tensor& k, const Shape& first,
+                           const Shape& then, double n) {
+  Tensor xs = x - k;
+  Tensor d = staged_sum(xs, first, then) / n;
+  Tensor v = staged_sum(xs * xs, first, then) / n - d * d;
+  return {d + k, v};
+}
+
+// Training: normalize with the batch statistics (biased variance), as ATen's CPU kernel does:
+// y = x * alpha + beta with per-channel alpha = rstd * weight, beta = bias - mean * alpha.
+// The statistics go to the public batch_norm's running-stat update through
+// internal::BatchStatsCapture.
+Tensor batch_norm_impl(In in, const Attrs& a) {
+  const BatchNormAttrs b = BatchNormAttrs::of(a);
+  const Tensor& x = in[0];
+  const int64_t r = x.dim();
+  size_t k = 1;
+  Tensor m, scale;
+  Shape inner;  // the spatial dims
+  for (int64_t d = 2; d < r; ++d) inner.push_back(d);
+  if (b.training && x.numel() > 0) {
+    Tensor shift = x.detach().select(0, 0);  // [C, *]: the first sample's first position
+    while (shift.dim() > 1) shift = shift.select(1, 0);
+    const double n = static_cast<double>(x.numel() / x.size(1));
+    ShiftedStats st = shifted_stats(x, per_channel(shift, r), inner, {0}, n);
+    if (internal::BatchStatsCapture* cap = batch_stats_capture) cap->stats = {st.mean, st.var};
+    m = st.mean;
+    scale = rsqrt(st.var + b.eps);
+  } else if (b.training) {  // an empty batch: nothing to normalize
+    Shape dims{0};
+    for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+    m = mean(x, dims, true);
+    scale = rsqrt(mean(x * x, dims, true) + b.eps);
+  } else {
+    m = per_channel(in[1], r);
+    scale = rsqrt(per_channel(in[2], r) + b.eps);
+    k = 3;
+  }
+  if (b.has_weight) scale = scale * per_channel(in[k++], r);
+  Tensor shift = -m * scale;
+  if (b.has_bias) shift = shift + per_channel(in[k++], r);
+  if (!inner.empty()) {
+    // [1, C, 1, ...] -> [N, C, 1, ...]: autograd then reduces g * x for alpha (and g for
+    // beta) over the trailing dims first, and the expand's backward sums the N rows.
+    Shape nc(static_cast<size_t>(r), 1);
+    nc[0] = x.size(0);
+    nc[1] = x.size(1);
+    scale = scale.expand(nc);
+    shift = shift.expand(nc);
+  }
+  return x * scale + shift;
+}
+
+// Statistics per (sample, group) over x viewed as [N, G, C/G, S], shifted like batch_norm's
+// (by each group's first value); the affine folds into per-(sample, channel) alpha and beta.
+Tensor group_norm_impl(In in, const Attrs& a) {
+  const GroupNormAttrs g = GroupNormAttrs::of(a);
+  const Tensor& x = in[0];
+  const int64_t n = x.size(0), c = x.size(1), groups = g.num_groups;
+  const int64_t s = n * c == 0 ? 0 : x.numel() / (n * c);
+  Tensor x4 = x.reshape({n, groups, c / groups, s});
+  Tensor m, scale;
+  if (x.numel() > 0) {
+    Tensor shift = x4.detach().select(3, 0).select(2, 0).reshape({n, groups, 1, 1});
+    ShiftedStats st = shifted_stats(x4, shift, {}, {2, 3}, static_cast<double>(c / groups * s));
+    m = st.mean;
+    scale = rsqrt(st.var + g.eps);
+  } else {  // nothing to normalize
+    m = sum(x4, {2, 3}, true);
+    scale = rsqrt(m + g.eps);
+  }
+  size_t k = 1;
+  if (g.has_weight) scale = scale * in[k++].reshape({1, groups, c / groups, 1});
+  Tensor beta = -m * scale;
+  if (g.has_bias) beta = beta + in[k++].reshape({1, groups, c / groups, 1});
+  return (x4 * scale + beta).reshape(x.shape());
+}
+
 Tensor linear_impl(In in, const Attrs&) {
   Tensor y = matmul(in[0], in[1].t());
   if (in.size() > 2) y = y + in[2];
@@ -157,6 +305,15 @@ Tensor masked_fill_impl(In in, const Attrs&) {
 
 Tensor contiguous_impl(In in, const Attrs&) { return in[0].contiguous(); }
 
+}  // namespace
+
+internal::BatchStatsCapture::BatchStatsCapture() : previous(batch_stats_capture) {
+  batch_stats_capture = this;
+}
+internal::BatchStatsCapture::~BatchStatsCapture() { batch_stats_capture = previous; }
+
+namespace {
+
 struct Register {
   Register() {
     using internal::register_decomposition;
@@ -179,6 +336,8 @@ struct Register {
     register_decomposition(OpId::kEmbedding, embedding_impl);
     register_decomposition(OpId::kMaskedFill, masked_fill_impl);
     register_decomposition(OpId::kContiguous, contiguous_impl);
+    register_decomposition(OpId::kBatchNorm, batch_norm_impl);
+    register_decomposition(OpId::kGroupNorm, group_norm_impl);
   }
 } register_composites;
 

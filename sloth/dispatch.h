@@ -3,6 +3,7 @@
 // attaching autograd history where grad is needed. Also usable to call any op by id.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -51,6 +52,22 @@ void sync_tensor(const Tensor& t);
 // PyTorch), so it must not be of a higher category than the result: throws for a floating
 // alpha with integer tensors and a bool alpha with non-bool ones. (sloth/scalar_operand.cc)
 Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op);
+// batch_norm's per-channel batch statistics of x [N, C, *]: the mean and the biased variance,
+// each kept as [1, C, 1, ...]. While a BatchStatsCapture is alive on this thread, the
+// BatchNorm composite's decomposition (training) stores the statistics it computed there,
+// so the public batch_norm updates the running statistics from the same nodes instead of
+// recomputing them (two scalar leaves of equal value are different data: CSE cannot merge).
+struct BatchStats {
+  Tensor mean, var;
+};
+struct BatchStatsCapture {
+  BatchStatsCapture();
+  ~BatchStatsCapture();
+  BatchStatsCapture(const BatchStatsCapture&) = delete;
+  BatchStatsCapture& operator=(const BatchStatsCapture&) = delete;
+  BatchStats stats;
+  BatchStatsCapture* previous;
+};
 }  // namespace internal
 
 }  // namespace sloth

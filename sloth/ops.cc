@@ -2,6 +2,7 @@
 #include "sloth/ops.h"
 
 #include "core/op_attrs.h"
+#include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
 
 namespace sloth {
@@ -121,8 +122,21 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
                  AsStridedAttrs{.size = attr_dims(size), .stride = attr_dims(stride), .offset = offset});
 }
 
-Tensor cross_entropy(const Tensor& l, const Tensor& t) { return call_op(OpId::kCrossEntropy, {l, t}); }
-Tensor nll_loss(const Tensor& lp, const Tensor& t) { return call_op(OpId::kNllLoss, {lp, t}); }
+// ---- losses with options (nn) ----
+static_assert(int(Reduction::kMean) == int(LossReduction::kMean) &&
+              int(Reduction::kSum) == int(LossReduction::kSum) &&
+              int(Reduction::kNone) == int(LossReduction::kNone));
+Tensor cross_entropy(const Tensor& l, const Tensor& t, const CrossEntropyOptions& o) {
+  return call_op(OpId::kCrossEntropy, {l, t},
+                 LossAttrs{.ignore_index = o.ignore_index, .ignores = true,
+                           .reduction = static_cast<LossReduction>(o.reduction),
+                           .label_smoothing = o.label_smoothing});
+}
+Tensor nll_loss(const Tensor& lp, const Tensor& t, const NllLossOptions& o) {
+  return call_op(OpId::kNllLoss, {lp, t},
+                 LossAttrs{.ignore_index = o.ignore_index, .ignores = true,
+                           .reduction = static_cast<LossReduction>(o.reduction)});
+}
 Tensor mse_loss(const Tensor& a, const Tensor& b) { return call_op(OpId::kMseLoss, {a, b}); }
 Tensor binary_cross_entropy_with_logits(const Tensor& a, const Tensor& b) {
   return call_op(OpId::kBceWithLogits, {a, b});
@@ -139,6 +153,86 @@ Tensor layer_norm(const Tensor& x, Shape ns, const Tensor& w, const Tensor& b, d
     in.push_back(b);
   }
   return call_op(OpId::kLayerNorm, in, a);
+}
+
+// ---- normalization (nn) ----
+namespace {
+// The running statistics' checks that the op's rule cannot make in training (they are not
+// operands there); run before anything is recorded.
+void check_running_stats(const Tensor& x, const Tensor& rm, const Tensor& rv, bool training) {
+  if (rm.defined() != rv.defined())
+    fail("batch_norm: running_mean and running_var must both be given or both be undefined "
+         "(running_mean %s, running_var %s)",
+         rm.defined() ? "given" : "undefined", rv.defined() ? "given" : "undefined");
+  if (!rm.defined()) {
+    if (!training)
+      fail("batch_norm: running_mean and running_var must be defined in evaluation mode "
+           "(training = false); pass the running statistics or training = true");
+    return;
+  }
+  if (!training || !x.defined() || x.dim() < 2) return;  // the rule names these
+  const int64_t c = x.size(1);
+  for (const auto& [t, name] : {std::pair{&rm, "running_mean"}, std::pair{&rv, "running_var"}}) {
+    if (t->shape() != Shape{c})
+      fail("batch_norm: %s %s must have shape [%d], one value per channel of input %s", name,
+           shape_str(t->shape()), c, shape_str(x.shape()));
+    if (!is_floating(t->dtype()))
+      fail("batch_norm: %s must be a floating-point tensor, got %s", name,
+           dtype_name(t->dtype()));
+    if (t->requires_grad())
+      fail("batch_norm: %s requires grad; running statistics are buffers updated in place "
+           "(detach them)", name);
+  }
+}
+
+// One of the two momentum forms: a number (PyTorch's momentum) or a 0-dim tensor.
+template <class M>
+Tensor batch_norm_any(const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
+                      const Tensor& b, bool training, const M& momentum, double eps) {
+  check_running_stats(x, rm, rv, training);
+  std::vector<Tensor> in{x};
+  if (!training) in.insert(in.end(), {rm, rv});
+  if (w.defined()) in.push_back(w);
+  if (b.defined()) in.push_back(b);
+  internal::BatchStatsCapture capture;
+  Tensor y = call_op(OpId::kBatchNorm, in,
+                     BatchNormAttrs{.eps = eps, .training = training,
+                                    .has_weight = w.defined(), .has_bias = b.defined()});
+  if (training && rm.defined()) {
+    NoGradGuard g;
+    // The normalization's own statistics (no second pass over x).
+    Tensor m = capture.stats.mean, v = capture.stats.var;
+    if (!m.defined()) fail("batch_norm: internal error: the batch statistics were not captured");
+    m = m.detach(), v = v.detach();
+    const int64_t c = x.size(1), n = x.numel() / c;
+    Tensor mean_c = m.reshape({c}), var_c = v.reshape({c}) * (double(n) / double(n - 1));
+    if (mean_c.dtype() != rm.dtype()) mean_c = mean_c.to(rm.dtype());
+    if (var_c.dtype() != rv.dtype()) var_c = var_c.to(rv.dtype());
+    Tensor running_mean = rm, running_var = rv;  // handles on the caller's buffers
+    running_mean.mul_(1.0 - momentum).add_(mean_c * momentum);
+    running_var.mul_(1.0 - momentum).add_(var_c * momentum);
+  }
+  return y;
+}
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
+                  const Tensor& b, bool training, double momentum, double eps) {
+  return batch_norm_any(x, rm, rv, w, b, training, momentum, eps);
+}
+Tensor internal::batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv,
+                            const Tensor& w, const Tensor& b, bool training,
+                            const Tensor& momentum, double eps) {
+  return batch_norm_any(x, rm, rv, w, b, training, momentum, eps);
+}
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b,
+                  double eps) {
+  std::vector<Tensor> in{x};
+  if (w.defined()) in.push_back(w);
+  if (b.defined()) in.push_back(b);
+  return call_op(OpId::kGroupNorm, in,
+                 GroupNormAttrs{.num_groups = num_groups, .eps = eps,
+                                .has_weight = w.defined(), .has_bias = b.defined()});
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

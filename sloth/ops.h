@@ -3,7 +3,10 @@
 // attaches autograd history when grad is needed.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "sloth/op_api.h"
@@ -82,13 +85,53 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
                           int64_t offset = 0);
 
 // ---- neural-network functions (softmax log_softmax above) ----
-Tensor cross_entropy(const Tensor& logits, const Tensor& target);
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+// cross_entropy and nll_loss take class indices (int64 [N] for input [N, C], 0-dim for [C]),
+// with PyTorch's options: a target equal to ignore_index adds nothing and is not counted by
+// the mean (all ignored: NaN, as PyTorch); label_smoothing in [0, 1] mixes the uniform
+// distribution into the target (cross_entropy_loss_label_smoothing). reduction none gives the
+// per-sample losses [N].
+//   cross_entropy(logits, y);  cross_entropy(logits, y, {.ignore_index = 0, .label_smoothing = 0.1});
+// (Options structs only, no positional overloads: `cross_entropy(x, y, {})` must not mean
+// ignore_index = 0.)
+enum class Reduction { kMean = 0, kSum = 1, kNone = 2 };
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::kMean;
+};
+struct NllLossOptions {
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::kMean;
+};
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& options = {});
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOptions& options = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 Tensor dropout(const Tensor& x, double p, bool train);
 Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w = {},
                   const Tensor& b = {}, double eps = 1e-5);
+
+// ---- normalization (nn) ----
+// input [N, C, *]. training: normalizes with the batch statistics (biased variance) and, when
+// running_mean/running_var are given, updates them in place as PyTorch does:
+//   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
+//   running_var  = (1 - momentum) * running_var  + momentum * unbiased batch_var
+// (in-place writes recorded in the step graph, functionalized like any other write).
+// eval: normalizes with the running statistics, which must be given. weight/bias: [C] or {}.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps);
+// Normalizes each of num_groups groups of C / num_groups channels of every sample.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+namespace internal {
+// batch_norm whose running-stat update factor is a 0-dim tensor (nn::BatchNorm's cumulative
+// average, 1 / num_batches_tracked, computed in the graph so each step traces the same).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training,
+                  const Tensor& momentum, double eps);
+}  // namespace internal
 
 // ---- operators ----
 Tensor operator+(const Tensor& a, const Tensor& b);
@@ -122,6 +165,49 @@ Tensor operator<(const Scalar& a, const Tensor& b);
 Tensor operator<=(const Scalar& a, const Tensor& b);
 Tensor operator>(const Scalar& a, const Tensor& b);
 Tensor operator>=(const Scalar& a, const Tensor& b);
+
+// ---- convolution and pooling (sloth/conv_ops.cc; NCHW, LibTorch's signatures) ----
+// A Shape argument with one value stands for every spatial dim, as LibTorch's
+// ExpandingArray ({3} is {3, 3}). Unbatched inputs ([C, H, W]; conv1d: [C, L]) work too.
+// unfold: im2col, [N, C, H, W] -> [N, C*kh*kw, L] (F.unfold); fold: its adjoint (F.fold).
+Tensor unfold(const Tensor& input, Shape kernel_size, Shape dilation = {1, 1},
+              Shape padding = {0, 0}, Shape stride = {1, 1});
+Tensor fold(const Tensor& input, Shape output_size, Shape kernel_size, Shape dilation = {1, 1},
+            Shape padding = {0, 0}, Shape stride = {1, 1});
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              Shape stride = {1}, Shape padding = {0}, Shape dilation = {1}, int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              Shape stride = {1, 1}, Shape padding = {0, 0}, Shape dilation = {1, 1},
+              int64_t groups = 1);
+// padding "same" (stride 1 only) or "valid". Templates over the string's type, so that a
+// braced {0} stays an explicit padding (it would also convert to a null string_view).
+Tensor conv1d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups);
+Tensor conv2d_padding_mode(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           Shape stride, std::string_view padding, Shape dilation, int64_t groups);
+template <class S, class = std::enable_if_t<std::is_convertible_v<const S&, std::string_view>>>
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
+              const S& padding, Shape dilation = {1}, int64_t groups = 1) {
+  return conv1d_padding_mode(input, weight, bias, std::move(stride), padding, std::move(dilation),
+                             groups);
+}
+template <class S, class = std::enable_if_t<std::is_convertible_v<const S&, std::string_view>>>
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Shape stride,
+              const S& padding, Shape dilation = {1, 1}, int64_t groups = 1) {
+  return conv2d_padding_mode(input, weight, bias, std::move(stride), padding, std::move(dilation),
+                             groups);
+}
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        Shape stride = {1, 1}, Shape padding = {0, 0},
+                        Shape output_padding = {0, 0}, int64_t groups = 1,
+                        Shape dilation = {1, 1});
+// stride {} = kernel_size. The gradient goes to the first maximum of each window.
+Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
+                  Shape padding = {0, 0}, Shape dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
+                  Shape padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size);
 
 // ---- factories (TensorOptions last; float32 on the CPU by default) ----
 Tensor tensor(std::vector<double> values, Shape shape = {-1}, TensorOptions = {});

@@ -322,3 +322,104 @@ TEST(Checkpoint, OptimizerStateFileIsValidated) {
 }
 
 }  // namespace
+
+// ---- buffers in checkpoints (nn) ----
+namespace {
+std::shared_ptr<nn::Sequential> bn_net() {
+  return std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(3, 4),
+                                          std::make_shared<nn::BatchNorm1d>(4),
+                                          std::make_shared<nn::ReLU>(),
+                                          std::make_shared<nn::Linear>(4, 2));
+}
+std::vector<std::vector<double>> state_values(const nn::Module& m) {
+  std::vector<std::vector<double>> out;
+  for (auto& [n, t] : nn::state_dict(m)) out.push_back(t.to(DType::kFloat64).to_vector<double>());
+  return out;
+}
+}  // namespace
+
+TEST(CheckpointBuffers, RunningStatisticsRoundTripWithPyTorchNames) {
+  const std::string path = tmp_dir() + "/bn.safetensors";
+  manual_seed(1);
+  auto net = bn_net();
+  for (int i = 0; i < 2; ++i) net->forward(randn({8, 3}));  // two training steps
+  nn::save(*net, path);
+  // The file holds PyTorch's state_dict names and order, num_batches_tracked as I64.
+  nn::SafetensorsFile f = nn::load_safetensors(path);
+  std::vector<std::string> names;
+  for (auto& [n, t] : f.tensors) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias",
+                                             "1.running_mean", "1.running_var",
+                                             "1.num_batches_tracked", "3.weight", "3.bias"}));
+  EXPECT_EQ(f.find("1.num_batches_tracked")->dtype(), DType::kInt64);
+  EXPECT_EQ(f.find("1.num_batches_tracked")->item<int64_t>(), 2);
+
+  manual_seed(2);
+  auto fresh = bn_net();
+  auto bn = std::dynamic_pointer_cast<nn::BatchNorm1d>((*fresh)[1]);
+  Tensor& rm_ref = bn->running_mean;
+  nn::load(*fresh, path);
+  EXPECT_EQ(state_values(*fresh), state_values(*net));
+  EXPECT_EQ(&rm_ref, &bn->running_mean) << "buffers keep their slots";
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 2);
+  net->eval();
+  fresh->eval();
+  Tensor x = randn({5, 3});
+  EXPECT_EQ(net->forward(x).to_vector<float>(), fresh->forward(x).to_vector<float>());
+  // Training continues from the loaded count.
+  fresh->train();
+  fresh->forward(randn({4, 3}));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 3);
+}
+
+TEST(CheckpointBuffers, MismatchedBuffersThrowAndLeaveTheModuleUnchanged) {
+  const std::string dir = tmp_dir();
+  // A checkpoint of parameters only (as written before buffers existed) loads into a module
+  // without buffers, and is rejected by one with buffers, naming the missing buffer.
+  manual_seed(3);
+  nn::MLP mlp({3, 4, 2});
+  nn::save(mlp, dir + "/mlp.safetensors");
+  nn::MLP mlp2({3, 4, 2});
+  nn::load(mlp2, dir + "/mlp.safetensors");
+  EXPECT_EQ(values(mlp2), values(mlp));
+
+  nn::Sequential lin_only(std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::Linear>(4, 4),
+                          std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(4, 2));
+  nn::save(lin_only, dir + "/params_only.safetensors");
+  manual_seed(4);
+  auto net = bn_net();
+  net->forward(randn({6, 3}));
+  const auto before = state_values(*net);
+  auto expect_rejected_with = [&](const std::string& file, const std::string& needle) {
+    try {
+      nn::load(*net, file);
+      ADD_FAILURE() << "loaded " << file;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(state_values(*net), before);
+  };
+  // lin_only's "1.weight" is [4, 4] while the BatchNorm's is [4]: the shape is named first.
+  expect_rejected_with(dir + "/params_only.safetensors", "tensor '1.weight' has shape [4, 4]");
+  {
+    nn::NamedTensors t = nn::state_dict(*net);
+    t.erase(t.begin() + 4);  // 1.running_mean
+    nn::save_safetensors(t, dir + "/no_rm.safetensors");
+    expect_rejected_with(dir + "/no_rm.safetensors",
+                         "missing tensor '1.running_mean' (the module's buffer of shape [4])");
+  }
+  {
+    nn::NamedTensors t = nn::state_dict(*net);
+    t[6].second = zeros({}, TensorOptions(DType::kFloat32));  // num_batches_tracked as F32
+    nn::save_safetensors(t, dir + "/nbt_f32.safetensors");
+    expect_rejected_with(dir + "/nbt_f32.safetensors",
+                         "tensor '1.num_batches_tracked' has dtype F32 in the file but the "
+                         "module's buffer has dtype I64");
+  }
+  {
+    nn::NamedTensors t = nn::state_dict(*net);
+    t.emplace_back("1.extra_stat", zeros({4}));
+    nn::save_safetensors(t, dir + "/extra.safetensors");
+    expect_rejected_with(dir + "/extra.safetensors", "unexpected tensor '1.extra_stat'");
+  }
+}

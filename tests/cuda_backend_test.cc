@@ -17,6 +17,7 @@
 #include "backends/cuda/codegen_sequence.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nvrtc_compile.h"
+#include "backends/cuda/window_source.h"  // convolution and pooling
 #include "gtest/gtest.h"
 #include "lazy/graph.h"
 #include "lazy/lowering.h"
@@ -159,6 +160,15 @@ TEST(CudaNvrtc, EveryOpSamplePlanCompiles) {
   std::printf("%d plans, %d fused kernels compiled with NVRTC\n", plans, kernels);
   EXPECT_GT(plans, 100);
   EXPECT_GT(kernels, 50);
+}
+
+// ---- convolution and pooling ----
+// The Unfold/Fold kernels (Kernel ops run their own kernels, not fused ones).
+TEST(CudaNvrtc, WindowKernelsCompileToPtx) {
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    expect_ptx(cuda::unfold_source(d));
+    expect_ptx(cuda::fold_source(d));
+  }
 }
 
 TEST(CudaDevice, ReportsWhyItIsUnavailable) {

@@ -196,3 +196,78 @@ TEST(Module, ToSameDeviceKeepsParameters) {
 }
 
 }  // namespace
+
+// ---- buffers (nn) ----
+namespace {
+struct WithBuffers : nn::Module {
+  Tensor& w;
+  Tensor& stat;
+  Tensor& count;
+  Tensor& absent;
+  std::shared_ptr<nn::BatchNorm1d> bn;
+  WithBuffers()
+      : Module("WithBuffers"),
+        w(register_parameter("w", ones({2}))),
+        stat(register_buffer("stat", full({2}, 0.5))),
+        count(register_buffer("count", zeros({}, TensorOptions(DType::kInt64)))),
+        absent(register_buffer("absent", Tensor())) {
+    bn = register_module("bn", std::make_shared<nn::BatchNorm1d>(2));
+  }
+};
+std::vector<std::string> buffer_names(const nn::Module& m, bool recurse = true) {
+  std::vector<std::string> out;
+  for (auto& [n, b] : m.named_buffers(recurse)) out.push_back(n);
+  return out;
+}
+}  // namespace
+
+TEST(ModuleBuffers, RegistrationNamesAndReferences) {
+  WithBuffers m;
+  EXPECT_EQ(buffer_names(m), (std::vector<std::string>{"stat", "count", "bn.running_mean",
+                                                       "bn.running_var",
+                                                       "bn.num_batches_tracked"}));
+  EXPECT_EQ(buffer_names(m, false), (std::vector<std::string>{"stat", "count"}));
+  EXPECT_EQ(m.buffers().size(), 5u);
+  EXPECT_EQ(names(m), (std::vector<std::string>{"w", "bn.weight", "bn.bias"}));
+  EXPECT_FALSE(m.stat.requires_grad());
+  // The reference is the registered buffer: in-place writes through it are seen by
+  // named_buffers(), and a later assignment through it replaces the buffer.
+  {
+    NoGradGuard g;
+    m.stat.add_(1.0);
+  }
+  EXPECT_EQ(m.named_buffers()[0].second.to_vector<float>(), (std::vector<float>{1.5, 1.5}));
+  m.absent = tensor({3.0});
+  EXPECT_EQ(buffer_names(m, false), (std::vector<std::string>{"stat", "count", "absent"}));
+  // Names are shared with parameters and submodules.
+  EXPECT_THROW(m.register_buffer("w", ones({1})), Error);
+  EXPECT_THROW(m.register_buffer("bn", ones({1})), Error);
+  EXPECT_THROW(m.register_buffer("stat", ones({1})), Error);
+  EXPECT_THROW(m.register_parameter("stat", ones({1})), Error);
+  EXPECT_THROW(m.register_module("count", std::make_shared<nn::ReLU>()), Error);
+  EXPECT_THROW(m.register_buffer("a.b", ones({1})), Error);
+  EXPECT_EQ(m.buffers().size(), 6u) << "failed registrations add nothing";
+}
+
+TEST(ModuleBuffers, ToDTypeConvertsFloatBuffersOnly) {
+  WithBuffers m;
+  m.to(DType::kFloat64);
+  EXPECT_EQ(m.w.dtype(), DType::kFloat64);
+  EXPECT_EQ(m.stat.dtype(), DType::kFloat64);
+  EXPECT_EQ(m.bn->running_var.dtype(), DType::kFloat64);
+  EXPECT_EQ(m.count.dtype(), DType::kInt64);
+  EXPECT_EQ(m.bn->num_batches_tracked.dtype(), DType::kInt64);
+  EXPECT_EQ(m.stat.to_vector<double>(), (std::vector<double>{0.5, 0.5}));
+  // The converted module still trains: BatchNorm in float64 updates its float64 statistics.
+  Tensor x = tensor({1.0, 2.0, 3.0, 6.0}, {2, 2}, TensorOptions(DType::kFloat64));
+  Tensor y = m.bn->forward(x);
+  EXPECT_EQ(y.dtype(), DType::kFloat64);
+  EXPECT_NEAR(m.bn->running_mean.to_vector<double>()[1], 0.4, 1e-12);
+  EXPECT_EQ(m.bn->num_batches_tracked.item<int64_t>(), 1);
+  m.to(Device{});  // same device: nothing moves
+  EXPECT_EQ(m.count.dtype(), DType::kInt64);
+  EXPECT_NE(m.repr().find("BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=true, "
+                          "track_running_stats=true)"),
+            std::string::npos)
+      << m.repr();
+}

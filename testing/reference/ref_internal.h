@@ -40,5 +40,7 @@ absl::StatusOr<Values> eval_view(const Ctx& c);       // View and Scatter ops
 absl::StatusOr<std::vector<RefTensor>> eval_split(const Ctx& c);
 absl::StatusOr<Values> eval_index(const Ctx& c);      // Index ops, Cat, Stack, Clone, ...
 absl::StatusOr<Values> eval_kernel(const Ctx& c);     // Kernel ops (ref_kernel.cc)
+// ---- convolution and pooling ----
+absl::StatusOr<Values> eval_conv(const Ctx& c);       // unfold, fold, conv*, *pool2d (ref_conv.cc)
 
 }  // namespace sloth::ref

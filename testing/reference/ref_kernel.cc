@@ -119,6 +119,8 @@ Values tri(const Ctx& c, bool lower) {
 
 absl::StatusOr<Values> eval_kernel(const Ctx& c) {
   switch (c.op) {
+    // ---- convolution and pooling ----
+    case OpId::kUnfold: case OpId::kFold: return eval_conv(c);
     // ---- attention and sequence ops ----
     case OpId::kSdpa: return sdpa(c);
     case OpId::kCumsum: return cumsum(c);

@@ -127,18 +127,91 @@ absl::StatusOr<Values> eval_nn(const Ctx& c) {
       return v;
     }
     case OpId::kCrossEntropy: case OpId::kNllLoss: {
+      // PyTorch 1.13's nll_loss_nd / cross_entropy_loss_label_smoothing, written per sample.
       const RefTensor& t = c.in[1];
+      const LossAttrs la = LossAttrs::of(c.a);
       const int64_t n = x.shape.size() == 2 ? x.shape[0] : 1, k = x.shape.back();
-      double total = 0;
+      double total = 0, smooth_total = 0, count = 0;
+      Values per(n), smooth(n);
       for (int64_t i = 0; i < n; ++i) {
         int64_t cls = static_cast<int64_t>(t.v[i]);
+        if (la.ignores && cls == la.ignore_index) { per[i] = smooth[i] = 0; continue; }
         if (cls < 0 || cls >= k)
           return invalid("%s: target %d is out of bounds for %d classes", op_name(c.op), cls, k);
         Values row(x.v.begin() + i * k, x.v.begin() + (i + 1) * k);
-        double lp = row[cls] - (c.op == OpId::kCrossEntropy ? logsumexp(row) : 0.0);
-        total += -lp;
+        const double lse = c.op == OpId::kCrossEntropy ? logsumexp(row) : 0.0;
+        per[i] = -(row[cls] - lse);
+        smooth[i] = 0;
+        for (double r : row) smooth[i] -= r - lse;
+        total += per[i];
+        smooth_total += smooth[i];
+        count += 1;
       }
-      return Values{total / static_cast<double>(n)};  // N == 0: nan, as PyTorch's mean
+      const double ls = la.label_smoothing;
+      switch (la.reduction) {
+        case LossReduction::kNone: {
+          Values v(n);
+          for (int64_t i = 0; i < n; ++i) v[i] = (1 - ls) * per[i] + ls / double(k) * smooth[i];
+          if (ls == 0) v = per;
+          return v;
+        }
+        case LossReduction::kSum:
+          return Values{ls == 0 ? total : (1 - ls) * total + ls / double(k) * smooth_total};
+        case LossReduction::kMean:
+          break;
+      }
+      // count == 0: nan, as PyTorch's mean
+      if (ls == 0) return Values{total / count};
+      return Values{(1 - ls) * total / count + ls / double(k) * smooth_total / count};
+    }
+    case OpId::kBatchNorm: case OpId::kGroupNorm: {
+      // Statistics over each channel (batch_norm: all samples; group_norm: each sample's group).
+      const bool bn = c.op == OpId::kBatchNorm;
+      const int64_t n = x.shape[0], ch = x.shape[1], inner = n * ch ? numel(x.shape) / (n * ch) : 0;
+      double eps;
+      bool has_w, has_b, training = false;
+      int64_t groups = 1;
+      if (bn) {
+        const auto b = BatchNormAttrs::of(c.a);
+        eps = b.eps, has_w = b.has_weight, has_b = b.has_bias, training = b.training;
+      } else {
+        const auto g = GroupNormAttrs::of(c.a);
+        eps = g.eps, has_w = g.has_weight, has_b = g.has_bias, groups = g.num_groups;
+      }
+      size_t k = bn && !training ? 3 : 1;
+      const RefTensor* w = has_w ? &c.in[k++] : nullptr;
+      const RefTensor* b = has_b ? &c.in[k++] : nullptr;
+      auto at = [&](int64_t s, int64_t ch_, int64_t j) { return (s * ch + ch_) * inner + j; };
+      Values v(x.v.size());
+      // One statistics set per (sample set, channel set): batch norm has ch sets over all n,
+      // group norm has n * groups sets over one sample each.
+      const int64_t sets = bn ? ch : n * groups, per_group = bn ? 1 : ch / groups;
+      for (int64_t set = 0; set < sets; ++set) {
+        std::vector<int64_t> idx;
+        if (bn) {
+          for (int64_t s = 0; s < n; ++s)
+            for (int64_t j = 0; j < inner; ++j) idx.push_back(at(s, set, j));
+        } else {
+          const int64_t s = set / groups, g = set % groups;
+          for (int64_t q = g * per_group; q < (g + 1) * per_group; ++q)
+            for (int64_t j = 0; j < inner; ++j) idx.push_back(at(s, q, j));
+        }
+        Values e;
+        for (int64_t i : idx) e.push_back(x.v[i]);
+        double mu, var_;
+        if (bn && !training) mu = c.in[1].v[set], var_ = c.in[2].v[set];
+        else if (e.empty()) mu = var_ = 0;
+        else mu = mean(e), var_ = var(e, false);
+        const double rstd = 1.0 / std::sqrt(var_ + eps);
+        for (int64_t i : idx) {
+          const int64_t chan = (i / inner) % ch;
+          double y = (x.v[i] - mu) * rstd;
+          if (w) y *= w->v[chan];
+          if (b) y += b->v[chan];
+          v[i] = y;
+        }
+      }
+      return v;
     }
     case OpId::kMseLoss: case OpId::kBceWithLogits: {
       const RefTensor& y = c.in[1];

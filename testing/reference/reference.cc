@@ -138,6 +138,10 @@ absl::StatusOr<ref::Values> dispatch(const ref::Ctx& c) {
           return ref::eval_linalg(c);
         case OpId::kStack: case OpId::kEmbedding: case OpId::kMaskedFill: case OpId::kContiguous:
           return ref::eval_index(c);
+        // ---- convolution and pooling ----
+        case OpId::kConv1d: case OpId::kConv2d: case OpId::kConvTranspose2d:
+        case OpId::kMaxPool2d: case OpId::kAvgPool2d: case OpId::kAdaptiveAvgPool2d:
+          return ref::eval_conv(c);
         case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
           return ref::eval_kernel(c);
         default:

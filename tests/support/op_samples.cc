@@ -219,6 +219,11 @@ std::vector<OpSample> op_samples(OpId op) {
         case OpId::kMean: case OpId::kVar: case OpId::kStd: case OpId::kLogsumexp:
           samples::reduce_samples(b, op);
           break;
+        // ---- convolution and pooling ----
+        case OpId::kConv1d: case OpId::kConv2d: case OpId::kConvTranspose2d:
+        case OpId::kMaxPool2d: case OpId::kAvgPool2d: case OpId::kAdaptiveAvgPool2d:
+          samples::conv_samples(b, op);
+          break;
         case OpId::kTril: case OpId::kTriu:  // attention and sequence ops
           samples::kernel_samples(b, op);
           break;

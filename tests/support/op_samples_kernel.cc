@@ -6,6 +6,8 @@ namespace sloth::samples {
 
 void kernel_samples(Builder& b, OpId op) {
   switch (op) {
+    // ---- convolution and pooling ----
+    case OpId::kUnfold: case OpId::kFold: conv_samples(b, op); return;
     // ---- attention and sequence ops ----
     case OpId::kSdpa: {
       const double s4 = 0.5, s3 = 1 / std::sqrt(3.0), s2 = 1 / std::sqrt(2.0);

@@ -278,6 +278,23 @@ void index_samples(Builder& b, OpId op) {
       b.add("2x3", {b.T({2, 3}), V({2}, {2, 0}, i64)});
       b.add("noncontig_f64", {b.T({4, 5}, f64), b.Idx({4}, 5)}, {}, {0});
       b.add("1d_0dim_target", {b.T({3}), V({}, {1}, i64)});
+      // ---- losses with options (nn) ----
+      b.add("ignore_index_mean", {b.T({4, 3}), V({4}, {2, -100, 0, 1}, i64)},
+            LossAttrs{.ignore_index = -100, .ignores = true});
+      b.add("ignore_class_sum_f64", {b.T({4, 3}, f64), V({4}, {2, 1, 1, 0}, i64)},
+            LossAttrs{.ignore_index = 1, .ignores = true, .reduction = LossReduction::kSum});
+      b.add("none", {b.T({3, 4}), V({3}, {3, -100, 0}, i64)},
+            LossAttrs{.ignore_index = -100, .ignores = true, .reduction = LossReduction::kNone});
+      if (op == OpId::kCrossEntropy) {
+        b.add("smoothing_ignore_mean", {b.T({4, 3}), V({4}, {2, -100, 0, 1}, i64)},
+              LossAttrs{.ignore_index = -100, .ignores = true, .label_smoothing = 0.2});
+        b.add("smoothing_none_f64", {b.T({3, 4}, f64), V({3}, {3, 1, 0}, i64)},
+              LossAttrs{.ignore_index = 1, .ignores = true, .reduction = LossReduction::kNone,
+                        .label_smoothing = 0.3});
+        b.add("smoothing_1d_sum", {b.T({4}), V({}, {2}, i64)},
+              LossAttrs{.ignore_index = -100, .ignores = true, .reduction = LossReduction::kSum,
+                        .label_smoothing = 0.1});
+      }
       return;
     case OpId::kMseLoss:
       b.add("noncontig", {b.T({3, 4}), b.T({3, 4})}, {}, {0, 1});
@@ -301,6 +318,28 @@ void index_samples(Builder& b, OpId op) {
       b.add("plain_noncontig", {b.T({3, 4})}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5}, {0});
       b.add("2d_norm_weight_f64", {b.T({2, 2, 3}, f64), b.T({2, 3}, f64)}, LayerNormAttrs{.normalized_shape = {2, 3}, .eps = 1e-3}, {1});
       b.add("empty_rows", {b.T({0, 4})}, LayerNormAttrs{.normalized_shape = {4}, .eps = 1e-5});
+      return;
+    // ---- normalization (nn) ----
+    case OpId::kBatchNorm:
+      b.add("train_affine_4d", {b.T({3, 2, 2, 2}), b.T({2}), b.T({2})},
+            BatchNormAttrs{.eps = 1e-5, .training = true, .has_weight = true, .has_bias = true});
+      b.add("train_plain_2d_noncontig", {b.T({4, 3})},
+            BatchNormAttrs{.eps = 1e-5, .training = true}, {0});
+      b.add("train_weight_3d_f64", {b.T({2, 3, 2}, f64), b.T({3}, f64)},
+            BatchNormAttrs{.eps = 1e-3, .training = true, .has_weight = true});
+      b.add("eval_affine", {b.T({2, 3, 2}), b.T({3}), b.R({3}, 0.5, 1.5), b.T({3}), b.T({3})},
+            BatchNormAttrs{.eps = 1e-5, .has_weight = true, .has_bias = true});
+      b.add("eval_plain_f64", {b.T({3, 2}, f64), b.T({2}, f64), b.R({2}, 0.5, 1.5, f64)},
+            BatchNormAttrs{.eps = 1e-5});
+      return;
+    case OpId::kGroupNorm:
+      b.add("affine_4d", {b.T({2, 4, 2, 2}), b.T({4}), b.T({4})},
+            GroupNormAttrs{.num_groups = 2, .eps = 1e-5, .has_weight = true, .has_bias = true});
+      b.add("plain_2d_noncontig", {b.T({3, 4})}, GroupNormAttrs{.num_groups = 2, .eps = 1e-5}, {0});
+      b.add("plain_3d", {b.T({3, 4, 2})}, GroupNormAttrs{.num_groups = 4, .eps = 1e-5});
+      b.add("bias_2d_f64", {b.T({2, 6}, f64), b.T({6}, f64)},
+            GroupNormAttrs{.num_groups = 3, .eps = 1e-3, .has_bias = true});
+      b.add("empty_batch", {b.T({0, 4, 3})}, GroupNormAttrs{.num_groups = 2, .eps = 1e-5});
       return;
     case OpId::kEmbedding:
       b.add("noncontig", {b.T({5, 3}), b.Idx({4}, 5)}, {}, {0});

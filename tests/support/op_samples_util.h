@@ -104,5 +104,7 @@ void view_samples(Builder& b, OpId op);         // View and Scatter ops
 void index_samples(Builder& b, OpId op);        // Index, Shape and the other composites
 void inplace_samples(Builder& b, OpId op);
 void kernel_samples(Builder& b, OpId op);       // Kernel ops (op_samples_kernel.cc)
+// ---- convolution and pooling ----
+void conv_samples(Builder& b, OpId op);         // unfold, fold, conv*, *pool2d (op_samples_conv.cc)
 
 }  // namespace sloth::samples

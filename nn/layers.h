@@ -1,0 +1,38 @@
+// Small layers with PyTorch's semantics: Flatten and Dropout2d (and its functional form).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/module.h"
+
+namespace sloth {
+// Zeroes whole channels: each (sample, channel) of x [N, C, *] (3-D or 4-D) is dropped with
+// probability p and the kept ones are scaled by 1 / (1 - p); the identity unless training.
+// (PyTorch 1.13's feature dropout: a 3-D input is read as [N, C, L].)
+Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true);
+}  // namespace sloth
+
+namespace sloth::nn {
+
+// x.flatten(start_dim, end_dim): [N, C, H, W] -> [N, C*H*W] with the defaults.
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+      : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  int64_t start_dim, end_dim;
+ protected:
+  std::string extra_repr() const override;
+};
+
+class Dropout2d : public Module {
+ public:
+  explicit Dropout2d(double p = 0.5);
+  Tensor forward(const Tensor& x) override { return dropout2d(x, p, is_training()); }
+  double p;
+ protected:
+  std::string extra_repr() const override;
+};
+
+}  // namespace sloth::nn

@@ -1,0 +1,76 @@
+// Normalization modules with PyTorch's names, defaults, buffers and errors:
+//   BatchNorm1d(C) on [N, C] or [N, C, L]; BatchNorm2d(C) on [N, C, H, W];
+//   GroupNorm(num_groups, num_channels) on [N, C, *].
+// BatchNorm's parameters are weight (ones) and bias (zeros) when affine; its buffers are
+// running_mean (zeros), running_var (ones) and num_batches_tracked (int64 0) when
+// track_running_stats, so a checkpoint holds "bn.weight", "bn.bias", "bn.running_mean",
+// "bn.running_var", "bn.num_batches_tracked" like PyTorch's state_dict. In training the batch
+// statistics normalize and the running statistics are updated in place inside the step graph
+// (momentum = nullopt: the cumulative average 1 / num_batches_tracked, as PyTorch's None);
+// in eval the running statistics normalize.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "nn/module.h"
+
+namespace sloth::nn {
+
+class BatchNormBase : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  int64_t num_features;
+  double eps;
+  std::optional<double> momentum;
+  bool affine, track_running_stats;
+  Tensor& weight;   // undefined without affine
+  Tensor& bias;
+  Tensor& running_mean;   // undefined without track_running_stats
+  Tensor& running_var;
+  Tensor& num_batches_tracked;
+
+ protected:
+  BatchNormBase(const char* name, int64_t num_features, double eps,
+                std::optional<double> momentum, bool affine, bool track_running_stats);
+  // Throws PyTorch's "expected 4D input (got 3D input)" for a wrong rank.
+  virtual void check_input_dim(const Tensor& x) const = 0;
+  std::string extra_repr() const override;
+};
+
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNormBase("BatchNorm1d", num_features, eps, momentum, affine, track_running_stats) {}
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNormBase("BatchNorm2d", num_features, eps, momentum, affine, track_running_stats) {}
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+// weight (ones) and bias (zeros) of shape [num_channels] when affine.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  int64_t num_groups, num_channels;
+  double eps;
+  bool affine;
+  Tensor& weight;
+  Tensor& bias;
+ protected:
+  std::string extra_repr() const override;
+};
+
+}  // namespace sloth::nn
