@@ -56,7 +56,7 @@ Shape Ints::expand(size_t n, const char* what) const {
   fail("nn: %s must have 1 or %d values, got %s", what, n, shape_str(v));
 }
 
-ConvNd::ConvNd(const char* name, size_t dims, bool transposed, const ConvOptions<2>& o2,
+ConvNd::ConvNd(const char* name, bool transposed, const ConvOptions<2>& o2,
                const ConvOptions<1>* o1)
     : Module(name), weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())), transposed_(transposed) {
@@ -65,7 +65,6 @@ ConvNd::ConvNd(const char* name, size_t dims, bool transposed, const ConvOptions
   kernel_size = r.k, stride = r.stride, padding = r.padding, dilation = r.dilation;
   output_padding = r.output_padding;
   padding_mode = r.mode;
-  (void)dims;
   Shape ws = transposed ? Shape{r.in, r.out / r.groups} : Shape{r.out, r.in / r.groups};
   ws.insert(ws.end(), r.k.begin(), r.k.end());
   int64_t fan_in = ws[1];
@@ -95,14 +94,14 @@ std::string ConvNd::extra_repr() const {
 }
 
 Conv1d::Conv1d(const Conv1dOptions& o)
-    : ConvNd("Conv1d", 1, false, Conv2dOptions(o.in_channels(), o.out_channels(), 1), &o) {}
+    : ConvNd("Conv1d", false, Conv2dOptions(o.in_channels(), o.out_channels(), 1), &o) {}
 Tensor Conv1d::forward(const Tensor& x) {
   if (!padding_mode.empty())
     return conv1d_padding_mode(x, weight, bias, stride, padding_mode, dilation, groups);
   return conv1d(x, weight, bias, stride, padding, dilation, groups);
 }
 
-Conv2d::Conv2d(const Conv2dOptions& o) : ConvNd("Conv2d", 2, false, o, nullptr) {}
+Conv2d::Conv2d(const Conv2dOptions& o) : ConvNd("Conv2d", false, o, nullptr) {}
 Tensor Conv2d::forward(const Tensor& x) {
   if (!padding_mode.empty())
     return conv2d_padding_mode(x, weight, bias, stride, padding_mode, dilation, groups);
@@ -110,7 +109,7 @@ Tensor Conv2d::forward(const Tensor& x) {
 }
 
 ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o)
-    : ConvNd("ConvTranspose2d", 2, true, o, nullptr) {
+    : ConvNd("ConvTranspose2d", true, o, nullptr) {
   if (!padding_mode.empty())
     fail("nn::ConvTranspose2d: only explicit padding is supported (got padding='%s')", padding_mode);
 }

@@ -71,8 +71,8 @@ class ConvNd : public Module {
   Tensor& bias;  // undefined with bias(false)
 
  protected:
-  ConvNd(const char* name, size_t dims, bool transposed, const ConvOptions<2>& o2,
-         const ConvOptions<1>* o1);
+  // Conv1d passes its options as o1 (o2 is then unused).
+  ConvNd(const char* name, bool transposed, const ConvOptions<2>& o2, const ConvOptions<1>* o1);
   std::string extra_repr() const override;
   bool transposed_;
 };
