@@ -189,6 +189,43 @@ void arg_kernel(const DeviceData& x, const Geometry& g, int64_t* out) {
   const int nk = static_cast<int>(g.kshape.size());
   // Argument reductions run over exactly one dim, so the reduced space is one strided run.
   const int64_t n = g.rn, rs = g.rin.back();
+  if (g.kn > 1 && g.kin[nk - 1] == 1 && rs != 1 && n > 1) {
+    // Column form (e.g. a pooling window's dim of [N, C, kk, L]): the innermost kept dim is
+    // contiguous, so compare whole rows into a block of running bests, reading memory in
+    // order (vectorizable) instead of one strided walk per output.
+    const int64_t L = g.kshape[nk - 1], outer = g.kn / L;
+    constexpr int64_t kBlock = 256;
+    const int64_t blocks = (L + kBlock - 1) / kBlock;
+    Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
+    Strides ostr(g.kin.begin(), g.kin.end() - 1);
+    if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+    auto body = [&](int64_t b, int64_t e) {
+      T best[kBlock];
+      for (int64_t w = b; w < e; ++w) {
+        const int64_t o = w / blocks, j0 = (w % blocks) * kBlock, len = std::min(kBlock, L - j0);
+        int64_t ooff = 0;
+        for_each_run<1>(oshape.data(), static_cast<int>(oshape.size()), {ostr.data()}, o, 1,
+                        [&](const std::array<int64_t, 1>& off, int64_t) { ooff = off[0]; });
+        const T* row0 = base + ooff + j0;
+        int64_t* dst = out + o * L + j0;
+        for (int64_t j = 0; j < len; ++j) { best[j] = row0[j]; dst[j] = 0; }
+        for (int64_t i = 1; i < n; ++i) {
+          const T* row = row0 + i * rs;
+          for (int64_t j = 0; j < len; ++j) {
+            const T v = row[j], bv = best[j];
+            // The first maximum wins; the first NaN wins over everything (as PyTorch).
+            const bool take = (kMax ? v > bv : v < bv) || (ew::isnan_(v) && !ew::isnan_(bv));
+            best[j] = take ? v : bv;
+            dst[j] = take ? i : dst[j];
+          }
+        }
+      }
+    };
+    const int64_t work = outer * blocks;
+    if (g.kn * n >= kParallelThreshold) parallel_for(work, 1, body);
+    else body(0, work);
+    return;
+  }
   auto body = [&](int64_t b, int64_t e) {
     for_each_run<1>(g.kshape.data(), nk, {g.kin.data()}, b, e - b,
                     [&](const std::array<int64_t, 1>& off, int64_t run) {
