@@ -324,6 +324,41 @@ TEST(CpuReduce, IntBoolProdAmaxAminArg) {
   EXPECT_EQ(values<int64_t>(out[6]), (std::vector<int64_t>{3, 1}));
 }
 
+// Argmax/argmin over a dim that is not the last (a pooling window's dim of [N, C, kk, L]): the
+// column path compares whole rows. First extreme wins, the first NaN wins, across a row
+// longer than one block (300 > 256), against a naive loop.
+TEST(CpuReduce, ArgOverMiddleDimMatchesNaive) {
+  const int64_t A = 3, K = 5, L = 300;
+  std::vector<F> v(A * K * L);
+  for (int64_t e = 0; e < A * K * L; ++e) v[e] = static_cast<F>((e * 7919) % 7) - 3;  // ties
+  v[1 * K * L + 2 * L + 17] = std::nanf("");
+  v[1 * K * L + 4 * L + 17] = std::nanf("");
+  v[2 * K * L + 0 * L + 299] = std::nanf("");
+  Builder b;
+  int x = b.input(kFloat32, {A, K, L});
+  int amx = b.op(OpId::kArgmax, {x}, ArgReduceAttrs{.dim = 1});
+  int amn = b.op(OpId::kArgmin, {x}, ArgReduceAttrs{.dim = 1, .keepdim = true});
+  auto out = b.run({amx, amn}, {make<F>({A, K, L}, v)});
+  EXPECT_EQ(out[1].shape(), (Shape{A, 1, L}));
+  std::vector<int64_t> want_max(A * L), want_min(A * L);
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t l = 0; l < L; ++l) {
+      int64_t bx = 0, bn = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const F cur = v[a * K * L + k * L + l];
+        if (std::isnan(cur)) { bx = bn = k; break; }
+        if (cur > v[a * K * L + bx * L + l]) bx = k;
+        if (cur < v[a * K * L + bn * L + l]) bn = k;
+      }
+      want_max[a * L + l] = bx;
+      want_min[a * L + l] = bn;
+    }
+  EXPECT_EQ(values<int64_t>(out[0]), want_max);
+  EXPECT_EQ(values<int64_t>(out[1]), want_min);
+  EXPECT_EQ(want_max[1 * L + 17], 2);  // the first NaN
+  EXPECT_EQ(want_max[2 * L + 299], 0);
+}
+
 TEST(CpuReduce, LargeRowColumnAndStridedMatchNaive) {
   const int64_t R = 1000, C = 37;
   std::vector<F> v(R * C);
@@ -424,6 +459,20 @@ TEST(CpuMatmul, TwoDBatchedAndOneD) {
   expect_near(values<F>(out[5]), naive_mm(a2, v, 1, 3, 4, 1, false, false));
   EXPECT_EQ(out[6].shape(), Shape{});
   expect_near(values<F>(out[6]), naive_mm(v, v, 1, 1, 4, 1, false, false));
+}
+
+// A batch of many small products (a convolution's per-sample GEMMs): with more than one
+// thread these run one whole GEMM per pool task with OpenBLAS held at one thread; each
+// sample's product must land in its own slot.
+TEST(CpuMatmul, ManySmallBatchedProductsMatchNaive) {
+  const int64_t nb = 16, m = 7, k = 9, n = 11;
+  auto a = iota_vec<F>(m * k, -1, 0.03), bb = iota_vec<F>(nb * k * n, 2, -0.01);
+  Builder b;
+  int A = b.input(kFloat32, {m, k}), B = b.input(kFloat32, {nb, k, n});
+  int bcast = b.op(OpId::kMatmul, {A, B});
+  auto out = b.run({bcast}, {make<F>({m, k}, a), make<F>({nb, k, n}, bb)});
+  EXPECT_EQ(out[0].shape(), (Shape{nb, m, n}));
+  expect_near(values<F>(out[0]), naive_mm(a, bb, nb, m, k, n, false, true));
 }
 
 TEST(CpuMatmul, TransposedStridedIntAndEpilogue) {

@@ -13,6 +13,7 @@
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "backends/cpu/thread_pool.h"
 #include "core/blas_layout.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -114,6 +115,42 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   } else {
     cblas_dgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
   }
+}
+
+// OpenBLAS's thread count (weak: absent with another BLAS, then nothing changes).
+extern "C" {
+void openblas_set_num_threads(int) __attribute__((weak));
+int openblas_get_num_threads(void) __attribute__((weak));
+}
+
+// Holds OpenBLAS at one thread for a scope whose GEMMs run on sloth's pool instead. Graphs
+// execute one at a time, so no other sloth GEMM sees the lowered count.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() {
+    if (openblas_set_num_threads && openblas_get_num_threads) {
+      saved_ = openblas_get_num_threads();
+      if (saved_ > 1) openblas_set_num_threads(1);
+    }
+  }
+  ~SingleThreadedBlas() {
+    if (saved_ > 1) openblas_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+// Whether a batch of GEMMs is split across sloth's threads, one whole GEMM each: when there
+// are enough of them for every thread, each is small enough that splitting it inside the BLAS
+// pays more in synchronization than it gains, and both operands are read in place (the
+// copying path allocates from the Env, which is not thread-safe).
+bool split_batch(int64_t nb, int64_t m, int64_t n, int64_t k, bool a_ok, bool b_ok) {
+  constexpr int64_t kMaxSplitFlops = int64_t{64} << 20;  // m*n*k per GEMM
+  return a_ok && b_ok && num_threads() > 1 && nb >= 2 * num_threads() &&
+         m * n * k <= kMaxSplitFlops;
 }
 
 template <typename T>
@@ -238,6 +275,16 @@ absl::Status run_matmul(Env& env, const Instr& in) {
       };
       if (fold_rows > 0) {
         one(pa + offa[0], fold_rows, fold_stride, pb + offb[0], pc);
+      } else if (split_batch(nb, m, n, k, blas_layout(m, k, sam, sak).ok,
+                             blas_layout(k, n, sbk, sbn).ok)) {
+        // Many small GEMMs (a convolution's per-sample products): one single-threaded GEMM
+        // per sample on sloth's pool. OpenBLAS's own threads split each small product and
+        // spent most of their time waking up and synchronizing.
+        SingleThreadedBlas one_thread;
+        parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+          for (int64_t i = b0; i < b1; ++i)
+            one(pa + offa[i], m, sam, pb + offb[i], pc + i * m * n);
+        });
       } else {
         for (int64_t i = 0; i < nb; ++i) one(pa + offa[i], m, sam, pb + offb[i], pc + i * m * n);
       }
