@@ -475,6 +475,23 @@ TEST(CpuMatmul, ManySmallBatchedProductsMatchNaive) {
   expect_near(values<F>(out[0]), naive_mm(a, bb, nb, m, k, n, false, true));
 }
 
+// One GEMM large enough to be split across the pool (m*n*k >= 2^20): by rows when there are
+// many, by columns when few; ragged edges (rows not a multiple of 8, columns not of 16).
+TEST(CpuMatmul, LargeGemmSplitByRowsOrColumnsMatchesNaive) {
+  struct Case { int64_t m, k, n; };
+  for (Case c : {Case{101, 150, 77}, Case{5, 700, 333}}) {
+    auto a = iota_vec<F>(c.m * c.k, -1, 0.0007), bb = iota_vec<F>(c.k * c.n, 0.5, -0.0003);
+    Builder b;
+    int A = b.input(kFloat32, {c.m, c.k}), B = b.input(kFloat32, {c.k, c.n});
+    int mm = b.op(OpId::kMatmul, {A, B});
+    auto out = b.run({mm}, {make<F>({c.m, c.k}, a), make<F>({c.k, c.n}, bb)});
+    const auto got = values<F>(out[0]), want = naive_mm(a, bb, 1, c.m, c.k, c.n, false, false);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)  // float sums of k products: relative tolerance
+      ASSERT_NEAR(got[i], want[i], 1e-3 + 1e-5 * std::abs(want[i])) << c.m << " " << i;
+  }
+}
+
 TEST(CpuMatmul, TransposedStridedIntAndEpilogue) {
   const int64_t m = 5, k = 7, n = 3;
   auto av = iota_vec<double>(m * k, -1, 0.3), bv = iota_vec<double>(k * n, 2, -0.2);

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "backends/cpu/blas_core.h"
@@ -99,11 +100,42 @@ void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
   }
 }
 
+// OpenBLAS's thread count (weak: absent with another BLAS, then nothing changes).
+extern "C" {
+void openblas_set_num_threads(int) __attribute__((weak));
+}
+
+// sloth's pool owns the threads: OpenBLAS runs single-threaded and large GEMMs are split
+// across the pool (gemm below), batches of small ones go one per task (run_matmul). OpenBLAS's
+// own workers spin and yield between calls, taking the cores from the pool's threads: on the
+// CNN training step at 2 threads that was ~10% of the time in the scheduler.
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+  });
+}
+
+template <typename T>
+void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+              const T* b, int64_t ldb, T* c, int64_t ldc) {
+  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  }
+}
+
+// Work (m*n*k) from which one GEMM is split across the pool, in blocks of rows (or columns
+// when there are few rows) whose edges stay multiples of the BLAS kernels' tile sizes.
+constexpr int64_t kSplitGemm = int64_t{1} << 20;
+
 template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c) {
-  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
   ensure_blas_core();
+  blas_single_threaded();
   if constexpr (std::is_same_v<T, float>) {
     // Off by default (SLOTH_SMALL_GEMM, core/settings.h): OpenBLAS was still faster on the
     // shapes tried, so this kernel is kept only for measuring.
@@ -111,46 +143,36 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
       small_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c);
       return;
     }
-    cblas_sgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
-  } else {
-    cblas_dgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+  }
+  const int nt = num_threads();
+  if (nt <= 1 || m * n * k < kSplitGemm) {
+    gemm_one<T>(ta, tb, m, n, k, a, lda, b, ldb, c, n);
+    return;
+  }
+  if (m >= 16 * nt) {  // rows: A's rows (or columns when transposed) and C's rows
+    const int64_t blk = (m + 8 * nt - 1) / (8 * nt) * 8;
+    parallel_for((m + blk - 1) / blk, 1, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t i0 = q * blk, rows = std::min(blk, m - i0);
+        gemm_one<T>(ta, tb, rows, n, k, ta ? a + i0 : a + i0 * lda, lda, b, ldb, c + i0 * n, n);
+      }
+    });
+  } else {  // columns: B's columns (or rows when transposed) and C's columns
+    const int64_t blk = (n + 16 * nt - 1) / (16 * nt) * 16;
+    parallel_for((n + blk - 1) / blk, 1, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t j0 = q * blk, cols = std::min(blk, n - j0);
+        gemm_one<T>(ta, tb, m, cols, k, a, lda, tb ? b + j0 * ldb : b + j0, ldb, c + j0, n);
+      }
+    });
   }
 }
 
-// OpenBLAS's thread count (weak: absent with another BLAS, then nothing changes).
-extern "C" {
-void openblas_set_num_threads(int) __attribute__((weak));
-int openblas_get_num_threads(void) __attribute__((weak));
-}
-
-// Holds OpenBLAS at one thread for a scope whose GEMMs run on sloth's pool instead. Graphs
-// execute one at a time, so no other sloth GEMM sees the lowered count.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() {
-    if (openblas_set_num_threads && openblas_get_num_threads) {
-      saved_ = openblas_get_num_threads();
-      if (saved_ > 1) openblas_set_num_threads(1);
-    }
-  }
-  ~SingleThreadedBlas() {
-    if (saved_ > 1) openblas_set_num_threads(saved_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
-// Whether a batch of GEMMs is split across sloth's threads, one whole GEMM each: when there
-// are enough of them for every thread, each is small enough that splitting it inside the BLAS
-// pays more in synchronization than it gains, and both operands are read in place (the
-// copying path allocates from the Env, which is not thread-safe).
-bool split_batch(int64_t nb, int64_t m, int64_t n, int64_t k, bool a_ok, bool b_ok) {
-  constexpr int64_t kMaxSplitFlops = int64_t{64} << 20;  // m*n*k per GEMM
-  return a_ok && b_ok && num_threads() > 1 && nb >= 2 * num_threads() &&
-         m * n * k <= kMaxSplitFlops;
+// Whether a batch of GEMMs goes one whole GEMM per pool task: when there are enough of them
+// for every thread, and both operands are read in place (the copying path allocates from the
+// Env, which is not thread-safe).
+bool split_batch(int64_t nb, bool a_ok, bool b_ok) {
+  return a_ok && b_ok && num_threads() > 1 && nb >= 2 * num_threads();
 }
 
 template <typename T>
@@ -275,12 +297,10 @@ absl::Status run_matmul(Env& env, const Instr& in) {
       };
       if (fold_rows > 0) {
         one(pa + offa[0], fold_rows, fold_stride, pb + offb[0], pc);
-      } else if (split_batch(nb, m, n, k, blas_layout(m, k, sam, sak).ok,
-                             blas_layout(k, n, sbk, sbn).ok)) {
-        // Many small GEMMs (a convolution's per-sample products): one single-threaded GEMM
-        // per sample on sloth's pool. OpenBLAS's own threads split each small product and
-        // spent most of their time waking up and synchronizing.
-        SingleThreadedBlas one_thread;
+      } else if (split_batch(nb, blas_layout(m, k, sam, sak).ok, blas_layout(k, n, sbk, sbn).ok)) {
+        // Many small GEMMs (a convolution's per-sample products): one whole GEMM per sample
+        // on sloth's pool (gemm() runs inline inside a pool task). Split inside, each small
+        // product spent most of its time waking up and synchronizing threads.
         parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
           for (int64_t i = b0; i < b1; ++i)
             one(pa + offa[i], m, sam, pb + offb[i], pc + i * m * n);
