@@ -618,6 +618,56 @@ TEST(CpuIndex, SelectGatherScatterAddIndexAdd) {
   EXPECT_EQ(values<F>(out[4]), (std::vector<F>{2, 1, 3, 3, 8, 5, 9, 7, 14, 9, 15, 11}));
 }
 
+// Gather and scatter_add large enough to split across the pool (>= 32K positions), with
+// duplicate indices, along the inner dim (split between rows) and the outer one (the indexed
+// dim: an accumulation must not be split there), against naive loops. Integer-valued floats:
+// sums are exact in any order.
+TEST(CpuIndex, LargeGatherScatterAddMatchNaive) {
+  const int64_t R = 300, K = 8, C = 150;  // x [R, C]; index [R, K] along 1, [K, C] along 0
+  std::vector<F> x(R * C), src1(R * K), src0(K * C);
+  for (int64_t e = 0; e < R * C; ++e) x[e] = static_cast<F>(e % 97);
+  std::vector<int64_t> i1(R * K), i0(K * C);
+  for (int64_t e = 0; e < R * K; ++e) { i1[e] = (e * 31) % C; src1[e] = static_cast<F>(e % 13); }
+  for (int64_t e = 0; e < K * C; ++e) { i0[e] = (e * 7) % 5; src0[e] = static_cast<F>(e % 11); }
+  // Repeat the columns so the along-1 walk has >= 32K positions: index [R, K*16].
+  const int64_t K1 = K * 16;
+  std::vector<int64_t> i1w(R * K1);
+  std::vector<F> s1w(R * K1);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < K1; ++k) {
+      i1w[r * K1 + k] = i1[r * K + k % K];
+      s1w[r * K1 + k] = src1[r * K + k % K] + static_cast<F>(k / K);
+    }
+  std::vector<int64_t> i0w(K * 40 * C);  // index [K*40, C] along 0
+  std::vector<F> s0w(K * 40 * C);
+  for (int64_t e = 0; e < K * 40 * C; ++e) { i0w[e] = i0[e % (K * C)]; s0w[e] = src0[e % (K * C)]; }
+  Builder b;
+  int X = b.input(kFloat32, {R, C}), I1 = b.input(kInt64, {R, K1}), S1 = b.input(kFloat32, {R, K1});
+  int I0 = b.input(kInt64, {K * 40, C}), S0 = b.input(kFloat32, {K * 40, C});
+  int g1 = b.op(OpId::kGather, {X, I1}, DimAttrs{.dim = 1});
+  int sa1 = b.op(OpId::kScatterAdd, {X, I1, S1}, DimAttrs{.dim = 1});
+  int g0 = b.op(OpId::kGather, {X, I0}, DimAttrs{.dim = 0});
+  int sa0 = b.op(OpId::kScatterAdd, {X, I0, S0}, DimAttrs{.dim = 0});
+  auto out = b.run({g1, sa1, g0, sa0},
+                   {make<F>({R, C}, x), make<int64_t>({R, K1}, i1w), make<F>({R, K1}, s1w),
+                    make<int64_t>({K * 40, C}, i0w), make<F>({K * 40, C}, s0w)});
+  std::vector<F> wg1(R * K1), wsa1 = x, wg0(K * 40 * C), wsa0 = x;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < K1; ++k) {
+      wg1[r * K1 + k] = x[r * C + i1w[r * K1 + k]];
+      wsa1[r * C + i1w[r * K1 + k]] += s1w[r * K1 + k];
+    }
+  for (int64_t r = 0; r < K * 40; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      wg0[r * C + c] = x[i0w[r * C + c] * C + c];
+      wsa0[i0w[r * C + c] * C + c] += s0w[r * C + c];
+    }
+  EXPECT_EQ(values<F>(out[0]), wg1);
+  EXPECT_EQ(values<F>(out[1]), wsa1);
+  EXPECT_EQ(values<F>(out[2]), wg0);
+  EXPECT_EQ(values<F>(out[3]), wsa0);
+}
+
 TEST(CpuIndex, IndexPutOneHotCatClone) {
   Builder b;
   int base = b.input(kFloat32, {4, 2}), idx = b.input(kInt64, {3}), vals = b.input(kFloat32, {2});

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "backends/cpu/thread_pool.h"
 #include "lazy/structural.h"
 
 namespace sloth::cpu {
@@ -82,8 +83,9 @@ void walk_slices(T* t, T* o, const Shape& shape, const Strides& ts, const Stride
                   });
 }
 
-// The walk, row-major (so with kWrite the last write in index order lands last) and single
-// threaded for the same reason. Coalescing keeps the order; it merges the dims every operand
+// The walk, row-major (so with kWrite the last write in index order lands last); only a
+// per-element walk is split across threads, where that order is kept (see below).
+// Coalescing keeps the order; it merges the dims every operand
 // (the index included) walks contiguously, so an along-dim walk's last dim is a whole slice.
 template <IndexMode kMode, class T, class I>
 void walk_typed(T* t, T* o, const I* ix, const IndexWalk& w) {
@@ -105,11 +107,30 @@ void walk_typed(T* t, T* o, const I* ix, const IndexWalk& w) {
     return;
   }
   // One index per element (gather, scatter_add).
-  for_each_run<3>(shape.data(), nd, {ts.data(), os.data(), is.data()}, 0, numel(shape),
-                  [&](const std::array<int64_t, 3>& off, int64_t run) {
-                    for (int64_t j = 0; j < run; ++j)
-                      apply<kMode>(t + off[0] + j * tl + at(off[2] + j * il), o + off[1] + j * ol);
-                  });
+  auto range = [&](int64_t start, int64_t n) {
+    for_each_run<3>(shape.data(), nd, {ts.data(), os.data(), is.data()}, start, n,
+                    [&](const std::array<int64_t, 3>& off, int64_t run) {
+                      for (int64_t j = 0; j < run; ++j)
+                        apply<kMode>(t + off[0] + j * tl + at(off[2] + j * il),
+                                     o + off[1] + j * ol);
+                    });
+  };
+  const int64_t total = numel(shape);
+  // Split across the pool when large. A read writes each `other` element once, so any split
+  // is safe. An accumulation is split only between positions of the outermost dim, and only
+  // when the target moves along it (so it is not the indexed dim): those positions address
+  // distinct target elements, and within a chunk the order stays row-major.
+  int64_t unit = 0;
+  if (total >= kParallelThreshold && num_threads() > 1) {
+    if constexpr (kMode == IndexMode::kRead) unit = 1;
+    else if (kMode == IndexMode::kAccumulate && nd >= 2 && ts[0] != 0) unit = total / shape[0];
+  }
+  if (unit == 0) {
+    range(0, total);
+    return;
+  }
+  parallel_for(total / unit, std::max<int64_t>(1, kParallelThreshold / 4 / unit),
+               [&](int64_t b, int64_t e) { range(b * unit, (e - b) * unit); });
 }
 
 template <IndexMode kMode>
