@@ -3,20 +3,16 @@
 #include "absl/strings/str_format.h"
 #include "core/error.h"
 #include "core/op_attrs.h"
+#include "core/rule_helpers.h"
 
 namespace sloth {
 namespace {
 
-using Metas = absl::Span<const TensorMeta>;
-std::string sh(const TensorMeta& m) { return shape_str(*m.shape); }
-int64_t rank(const TensorMeta& m) { return static_cast<int64_t>(m.shape->size()); }
-
+using rules::Metas;
+using rules::rank;
+using rules::sh;
 absl::Status need_float(OpId op, const TensorMeta& m, const char* what) {
-  if (!is_floating(m.dtype))
-    return invalid("%s: %s must be a floating-point tensor (float32 or float64), got %s; convert "
-                   "it with .to(kFloat32)",
-                   op_name(op), what, dtype_name(m.dtype));
-  return absl::OkStatus();
+  return rules::need_floating(op, m, what);
 }
 
 std::string pair(int64_t a, int64_t b) { return absl::StrFormat("(%d, %d)", a, b); }
