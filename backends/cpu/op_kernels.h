@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "backends/cpu/kernels.h"
 #include "core/op_table.h"
+#include "lazy/op_kernel_registry.h"
 
 namespace sloth::cpu {
 
@@ -16,9 +17,13 @@ namespace sloth::cpu {
 using OpKernel = absl::Status (*)(Env& env, const Instr& in);
 
 // Returns true so that registration can initialize a namespace-scope constant.
-bool register_op_kernel(OpId op, OpKernel kernel);
+inline bool register_op_kernel(OpId op, OpKernel kernel) {
+  return lazy::OpKernelRegistry<Env>::add(op, kernel);
+}
 // The registered kernel of `in.op`, or an internal error naming the op.
-absl::Status run_op_kernel(Env& env, const Instr& in);
+inline absl::Status run_op_kernel(Env& env, const Instr& in) {
+  return lazy::OpKernelRegistry<Env>::run("cpu backend", env, in);
+}
 
 #define SLOTH_CPU_OP_KERNEL(op_id, fn) \
   [[maybe_unused]] static const bool sloth_cpu_op_kernel_##op_id = \

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "backends/cuda/run_env.h"
 #include "core/op_table.h"
+#include "lazy/op_kernel_registry.h"
 
 namespace sloth::cuda {
 
@@ -18,9 +19,13 @@ using lazy::Instr;
 using OpKernel = absl::Status (*)(RunEnv& env, const Instr& in);
 
 // Returns true so that registration can initialize a namespace-scope constant.
-bool register_op_kernel(OpId op, OpKernel kernel);
+inline bool register_op_kernel(OpId op, OpKernel kernel) {
+  return lazy::OpKernelRegistry<RunEnv>::add(op, kernel);
+}
 // The registered kernel of `in.op`, or an internal error naming the op.
-absl::Status run_op_kernel(RunEnv& env, const Instr& in);
+inline absl::Status run_op_kernel(RunEnv& env, const Instr& in) {
+  return lazy::OpKernelRegistry<RunEnv>::run("cuda backend", env, in);
+}
 
 #define SLOTH_CUDA_OP_KERNEL(op_id, fn) \
   [[maybe_unused]] static const bool sloth_cuda_op_kernel_##op_id = \
