@@ -24,6 +24,7 @@ bool env_on_unless_0(const char* name) {
 Settings from_env() {
   Settings s;
   s.log = env_str("SLOTH_LOG");
+  s.profile = env_str("SLOTH_PROFILE");
   s.dump_ir = env("SLOTH_DUMP_IR") != nullptr;
   s.fusion = env_on_unless_0("SLOTH_FUSION");
   s.row_groups = env_on_unless_0("SLOTH_ROW_GROUPS");

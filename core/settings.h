@@ -19,6 +19,9 @@ struct Settings {
   // compile, cache hit and failure),
   // blas (the OpenBLAS core SLOTH_BLAS_CORE chose).
   std::string log;
+  // SLOTH_PROFILE=path: profile the whole program (from its first sync to exit) and write a
+  // Chrome trace-event file there (sloth/profiler.h).
+  std::string profile;
   // SLOTH_DUMP_IR (any value): print the IR of every new graph.
   bool dump_ir = false;
   // SLOTH_FUSION=0: no fusion, one kernel per op.

@@ -1,5 +1,6 @@
 #include "lazy/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
 #include "lazy/metrics.h"
+#include "lazy/profiler.h"
 #include "lazy/tensor_impl.h"
 
 namespace sloth::lazy {
@@ -108,12 +110,27 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   // trace_s: wall time between the end of one sync and the start of the next (recording
   // and whatever else the program did), so trace-bound steps are visible next to plan/execute.
   static Clock::time_point last_sync_end = Clock::now();
+  static int64_t last_sync_end_ns = 0;  // the profiler's clock
+  profiling::start_from_env_once();
   auto t0 = Clock::now();
   counters().trace_s += std::chrono::duration<double>(t0 - last_sync_end).count();
-  struct MarkEnd { ~MarkEnd() { last_sync_end = Clock::now(); } } mark_end;
+  struct MarkEnd {
+    ~MarkEnd() {
+      last_sync_end = Clock::now();
+      if (profiling::on()) last_sync_end_ns = profiling::now_ns();
+    }
+  } mark_end;
+  if (profiling::on()) {
+    // The trace phase: from the previous sync's end (or the session's start) to this one.
+    const int64_t now = profiling::now_ns(), from = std::clamp<int64_t>(last_sync_end_ns, 0, now);
+    profiling::record({.kind = profiling::Kind::kPhase, .tid = 0, .start_ns = from,
+                       .dur_ns = now - from, .name = "trace", .detail = "recording ops"});
+  }
+  profiling::Scope plan_scope(profiling::Kind::kPhase, "plan");
   Graph g = build_graph(roots);
   if (g.roots.empty()) return;
   auto& plans = cache().plans[static_cast<int>(device.type)];
+  const int64_t misses_before = counters().plan_cache_misses;
   auto it = plans.find(g.key);
   CachedPlan* cp;
   if (it != plans.end()) {
@@ -135,8 +152,15 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     plans[g.key] = std::move(fresh);
   }
   counters().plan_s += seconds_since(t0);
+  if (profiling::on())
+    plan_scope.set_detail(absl::StrFormat("%s, %d nodes", counters().plan_cache_misses > misses_before
+                                                              ? "plan cache miss"
+                                                              : "plan cache hit",
+                                          g.order.size()));
+  plan_scope.finish();
 
   auto t1 = Clock::now();
+  profiling::Scope exec_scope(profiling::Kind::kPhase, "execute");
   // Bind inputs. One that only this graph's nodes reference, and whose storage only it holds,
   // is dead once the graph has run: hand it over so a kernel can write in place (donation).
   // "Dead" holds because build_graph made every graph node that is held from outside an

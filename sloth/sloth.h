@@ -13,4 +13,5 @@
 #include "sloth/func.h"
 #include "sloth/lazy_api.h"
 #include "sloth/ops.h"
+#include "sloth/profiler.h"
 #include "sloth/tensor.h"

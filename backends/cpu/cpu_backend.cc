@@ -9,11 +9,14 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
+#include "backends/cpu/profile_info.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
@@ -92,6 +95,8 @@ struct Step {
   mutable bool view_cached = false;
   mutable DType view_in_dtype = DType::kFloat32;
   mutable Layout view_in, view_out;
+  // The profiler's description (backends/cpu/profile_info.h), made on the first profiled run.
+  mutable std::shared_ptr<const lazy::profiling::KernelInfo> prof;
 };
 
 // Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
@@ -200,7 +205,14 @@ class CpuExecutable final : public lazy::Executable {
         case Op::kStep: {
           const Step& st = steps_[op.k][op.i];
           SLOTH_RETURN_IF_ERROR(check_reads(st, op.k));
-          SLOTH_RETURN_IF_ERROR(execute(env, st));
+          if (lazy::profiling::on()) {
+            auto info = profile_info(st);
+            lazy::profiling::set_current_kernel(info);
+            lazy::profiling::Scope scope(lazy::profiling::Kind::kKernel, "", info);
+            SLOTH_RETURN_IF_ERROR(execute(env, st));
+          } else {
+            SLOTH_RETURN_IF_ERROR(execute(env, st));
+          }
           break;
         }
         case Op::kGroup: {
@@ -211,6 +223,12 @@ class CpuExecutable final : public lazy::Executable {
               SLOTH_RETURN_IF_ERROR(execute(env, steps_[k][i]));
             }
             break;
+          }
+          std::optional<lazy::profiling::Scope> scope;
+          if (lazy::profiling::on()) {
+            auto info = group_info(g);
+            lazy::profiling::set_current_kernel(info);
+            scope.emplace(lazy::profiling::Kind::kKernel, "", info);
           }
           env.stats->row_blocked_steps += static_cast<int64_t>(g.steps.size());
           for (const auto& [k, i] : g.steps) {
@@ -453,6 +471,21 @@ class CpuExecutable final : public lazy::Executable {
     }
   }
 
+  // The profiler's view of a step, computed once per executable.
+  std::shared_ptr<const lazy::profiling::KernelInfo> profile_info(const Step& st) {
+    std::lock_guard<std::mutex> l(prof_mu_);  // concurrent runs of one executable
+    if (!st.prof) {
+      if (materialized_.empty()) {
+        for (const auto& ks : steps_)
+          for (const Step& o : ks) materialized_.insert(o.reads.begin(), o.reads.end());
+        materialized_.insert(plan_.outputs.begin(), plan_.outputs.end());
+      }
+      st.prof = describe_step(plan_, st.kind, st.program && st.kind == StepKind::kElementwise ? -1 : st.instr,
+                              st.instrs, st.reads, materialized_);
+    }
+    return st.prof;
+  }
+
   // Slots a step writes (row groups check that later steps read them row by row).
   std::vector<int32_t> slots_written(const Step& st) const {
     std::vector<int32_t> w;
@@ -468,7 +501,16 @@ class CpuExecutable final : public lazy::Executable {
   struct RowGroup {
     std::vector<std::pair<size_t, size_t>> steps;  // (kernel, step) in run order
     int64_t rows = 0, block_rows = 1;
+    mutable std::shared_ptr<const lazy::profiling::KernelInfo> prof;
   };
+  std::shared_ptr<const lazy::profiling::KernelInfo> group_info(const RowGroup& g) {
+    std::vector<std::shared_ptr<const lazy::profiling::KernelInfo>> parts;
+    if (!g.prof)
+      for (const auto& [k, i] : g.steps) parts.push_back(profile_info(steps_[k][i]));
+    std::lock_guard<std::mutex> l(prof_mu_);
+    if (!g.prof) g.prof = describe_group(parts);
+    return g.prof;
+  }
   struct Op {
     enum Kind : uint8_t { kStep, kGroup, kEndKernel } kind;
     size_t k = 0, i = 0;
@@ -479,6 +521,8 @@ class CpuExecutable final : public lazy::Executable {
   std::vector<std::vector<Step>> steps_;
   std::vector<std::vector<int32_t>> release_;
   std::vector<RowGroup> groups_;
+  absl::flat_hash_set<int32_t> materialized_;  // slots some step reads (profile_info)
+  std::mutex prof_mu_;
   std::vector<Op> ops_;  // what run_bound does, in order
   std::vector<int32_t> input_slots_;
   int32_t max_input_ = -1, max_scalar_ = -1;

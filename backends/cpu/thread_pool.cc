@@ -5,10 +5,12 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/settings.h"
+#include "lazy/profiler.h"
 
 namespace sloth::cpu {
 namespace {
@@ -18,7 +20,11 @@ thread_local bool t_in_pool = false;
 class Pool {
  public:
   explicit Pool(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+    for (int i = 0; i < workers; ++i)
+      threads_.emplace_back([this, i] {
+        lazy::profiling::set_thread_name("cpu worker " + std::to_string(i + 1));
+        loop();
+      });
   }
   ~Pool() {
     {
@@ -75,7 +81,15 @@ class Pool {
         seen = generation_;
         ++active_;
       }
-      int finished = drain();
+      int finished;
+      if (lazy::profiling::on()) {
+        // A worker's share of the current kernel, on its own row of the trace.
+        lazy::profiling::Scope task(lazy::profiling::Kind::kTask, "task",
+                                    lazy::profiling::current_kernel());
+        finished = drain();
+      } else {
+        finished = drain();
+      }
       {
         std::lock_guard<std::mutex> l(mu_);
         done_ += finished;
