@@ -5,6 +5,7 @@
 
 #include "lazy/cse.h"
 #include "lazy/fusion.h"
+#include "lazy/matmul_transpose.h"
 #include "lazy/scheduler.h"
 
 namespace sloth::lazy {
@@ -48,6 +49,7 @@ Plan lower(const Graph& g) {
   }
   for (const Node* r : g.roots) p.outputs.push_back(slot_of(r));
   eliminate_common_subexpressions(p);
+  transpose_matmul_outputs(p);
   return p;
 }
 

@@ -9,6 +9,8 @@
 #include "autograd/function.h"
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
 #include "sloth/ops.h"
 #include "sloth/view_autograd.h"
@@ -181,6 +183,28 @@ Grads matmul_grad(const FormulaArgs& a) {
   return {ptr(gx), ptr(gy)};
 }
 
+// The gradient of a transposed 2-D weight (nn::Linear's x @ W^T) arrives as a pending
+// product x^T @ g to be transposed back. (a @ b)^T is computed as b^T @ a^T instead: one GEMM
+// (the transposed operands are views BLAS reads with its trans flags) whose result is W's
+// gradient in W's own contiguous layout, so the optimizer's update and gradient accumulation
+// read it row by row, not column by column. Only for a product nothing else holds yet, and
+// not while recording a differentiable backward (create_graph), where g's history matters.
+// Undefined when the rule does not apply.
+Tensor transposed_product(const Tensor& g, const ViewInverse& inv) {
+  if (is_grad_enabled() || g.dim() != 2 || g.impl()->is_view()) return Tensor();
+  const bool transposes = (inv.op == OpId::kPermute && inv.attrs.dims.size() == 2 &&
+                           inv.attrs.dims[0] == 1 && inv.attrs.dims[1] == 0);
+  if (!transposes) return Tensor();
+  lazy::NodePtr v = g.impl()->value();
+  if (v->materialized() || v->op != OpId::kMatmul || v->inputs.size() != 2) return Tensor();
+  const lazy::NodePtr& x = v->inputs[0];
+  const lazy::NodePtr& y = v->inputs[1];
+  if (x->shape.size() != 2 || y->shape.size() != 2) return Tensor();
+  const Device dev = g.device();
+  Tensor xt(lazy::TensorImpl::make(x, dev)), yt(lazy::TensorImpl::make(y, dev));
+  return matmul(yt.t(), xt.t());
+}
+
 Grads view_grad(const FormulaArgs& a) {
   Tensor g = grad(a);
   const Shape& xs = a.input_info[0].shape;
@@ -201,6 +225,7 @@ Grads view_grad(const FormulaArgs& a) {
       // zeros through the table's inverse op.
       ViewInverse inv = inverse_of_view(a.op, a.attrs, xs);
       if (inv.scatter) return {ptr(call_op(inv.op, {zeros_for(a, 0), g}, inv.attrs))};
+      if (Tensor t = transposed_product(g, inv); t.defined()) return {ptr(t)};
       return {ptr(call_op(inv.op, {g}, inv.attrs))};
     }
   }

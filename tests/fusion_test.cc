@@ -329,5 +329,79 @@ TEST(Fusion, MergedOutputsStayIndependentTensors) {
   EXPECT_NE(r1.to_vector<float>(), r2.to_vector<float>());
 }
 
+// (a @ b)^T read only by its transpose is planned as b^T @ a^T: nn::Linear's weight gradient
+// (x^T g)^T comes out of the GEMM in the weight's own [out, in] layout, so the optimizer reads
+// it contiguously. Values as the unrewritten product.
+TEST(MatmulTranspose, LinearWeightGradientIsWrittenInTheWeightsLayout) {
+  manual_seed(7);
+  Tensor x = data({5, 3});
+  Tensor w = data({4, 3}).requires_grad_();
+  Tensor g = data({5, 4});
+  Tensor y = linear(x, w, Tensor());
+  y.backward(g);
+  Tensor dw = w.grad();
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({dw}, &reasons);
+  // The output is the GEMM's own result: no view kernel after it.
+  int32_t out = p.outputs[0];
+  const lazy::Instr* last = nullptr;
+  for (const lazy::Instr& in : p.instrs)
+    if (in.out == out) last = &in;
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->op, OpId::kMatmul) << p.describe();
+  EXPECT_EQ(last->shape, (Shape{4, 3}));
+  // dw[o][i] = sum_n g[n][o] * x[n][i], in double.
+  std::vector<float> xv = x.to_vector<float>(), gv = g.to_vector<float>(), dv = dw.to_vector<float>();
+  ASSERT_TRUE(dw.is_contiguous());
+  for (int o = 0; o < 4; ++o)
+    for (int i = 0; i < 3; ++i) {
+      double ref = 0;
+      for (int n = 0; n < 5; ++n) ref += double(gv[n * 4 + o]) * xv[n * 3 + i];
+      EXPECT_NEAR(dv[o * 3 + i], ref, 1e-5) << o << "," << i;
+    }
+}
+
+// In a plan: a product used only through its transpose is computed transposed.
+TEST(MatmulTranspose, PlanComputesATransposedOnlyProductDirectly) {
+  Tensor a = data({3, 2}), b = data({2, 4});
+  Tensor z = matmul(a, b).t() * 2.0;  // the product and its view are temporaries
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({z}, &reasons);
+  int matmuls = 0;
+  for (const lazy::Instr& in : p.instrs)
+    if (in.op == OpId::kMatmul) {
+      ++matmuls;
+      EXPECT_EQ(in.shape, (Shape{4, 3})) << p.describe();
+    }
+  EXPECT_EQ(matmuls, 1);
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), zv = z.to_vector<float>();
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 3; ++i) {
+      double ref = 0;
+      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      EXPECT_NEAR(zv[j * 3 + i], 2 * ref, 1e-5);
+    }
+}
+
+// A product that something else also reads, or that is a result itself, stays as it is.
+TEST(MatmulTranspose, ProductsReadElsewhereAreLeftAlone) {
+  Tensor a = data({3, 2}), b = data({2, 4});
+  Tensor c = matmul(a, b);
+  Tensor ct = c.t();
+  std::vector<std::string> reasons;
+  lazy::Plan p = fused_plan({c, ct}, &reasons);
+  int matmuls = 0;
+  for (const lazy::Instr& in : p.instrs) {
+    if (in.op == OpId::kMatmul) {
+      ++matmuls;
+      EXPECT_EQ(in.shape, (Shape{3, 4}));
+    }
+  }
+  EXPECT_EQ(matmuls, 1);
+  std::vector<float> cv = c.to_vector<float>(), tv = ct.contiguous().to_vector<float>();
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(cv[i * 4 + j], tv[j * 3 + i]);
+}
+
 }  // namespace
 }  // namespace sloth
