@@ -8,6 +8,10 @@
 #                      (sloth: SLOTH_NUM_THREADS and OPENBLAS_NUM_THREADS; LibTorch:
 #                      at::set_num_threads)
 #   SKIP_BASE=1        only the model rows (skips the workloads of issue 5)
+#   EPOCH_MODELS="mlp cnn"  whole training epochs of train_fashion_mnist (mlp: the README's main
+#                      job) against tools/fashion_mnist.py (PyTorch eager, Python) at each of
+#                      PT_THREADS="1 2" (its best counts), interleaved, EPOCH_REPS times; "" skips
+#   EPOCHS=<n>         epochs per run (default 1; the mean train time per epoch is compared)
 #   REPS=<n>           sloth benchmark repetitions (median reported; default 5)
 #   LT_MIN_S=<s>       LibTorch seconds per workload (median over all reps in that time; default 3)
 #   BAZEL_STARTUP="--output_base=/tmp/ob_bench"   extra bazel startup options
@@ -22,6 +26,10 @@ REPS="${REPS:-5}"
 MODEL_THREADS="${MODEL_THREADS:-1 2}"
 SKIP_BASE="${SKIP_BASE:-0}"
 LT_MIN_S="${LT_MIN_S:-3}"
+EPOCH_MODELS="${EPOCH_MODELS-mlp cnn}"
+PT_THREADS="${PT_THREADS:-1 2}"
+EPOCH_REPS="${EPOCH_REPS:-1}"
+EPOCHS="${EPOCHS:-1}"
 WORKDIR="${WORKDIR:-/tmp/sloth_compare}"
 BAZEL="${BAZEL:-bazel}"
 read -r -a STARTUP <<< "${BAZEL_STARTUP:-}"
@@ -65,13 +73,14 @@ if [[ "$SKIP_BASE" != 1 ]]; then
   TARGETS+=(//benchmarks:elementwise_bench //benchmarks:ops_bench //benchmarks:train_bench)
 fi
 for mb in "${PRESENT[@]}"; do TARGETS+=("//benchmarks:${mb%%:*}"); done
+[[ -n "$EPOCH_MODELS" ]] && TARGETS+=(//examples:train_fashion_mnist)
 echo "== building sloth benchmarks ==" >&2
 "$BAZEL" "${STARTUP[@]}" build -c opt "${TARGETS[@]}" >&2
 BIN="$("$BAZEL" "${STARTUP[@]}" info -c opt bazel-bin 2>/dev/null)/benchmarks"
 
 COMMON=(--benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true
         --benchmark_format=console)
-rm -f "$WORKDIR"/libtorch.txt "$WORKDIR"/libtorch_models_t*.txt "$WORKDIR"/*.json
+rm -f "$WORKDIR"/libtorch.txt "$WORKDIR"/libtorch_models_t*.txt "$WORKDIR"/*.json "$WORKDIR"/epochs.txt
 if [[ "$SKIP_BASE" != 1 ]]; then
   echo "== LibTorch eager ($THREADS threads) ==" >&2
   "$LTBIN" "$THREADS" "$LT_MIN_S" | tee "$WORKDIR/libtorch.txt" >&2
@@ -94,6 +103,26 @@ for t in $MODEL_THREADS; do
       --benchmark_out_format=json >&2 || echo "warning: $b failed at $t thread(s)" >&2
   done
 done
+
+# Whole epochs: sloth's example and PyTorch's script, interleaved rep by rep. Each line of
+# epochs.txt: "<model> <side> <seconds per epoch>".
+if [[ -n "$EPOCH_MODELS" ]]; then
+  EX="$BIN/../examples/train_fashion_mnist"
+  for rep in $(seq "$EPOCH_REPS"); do
+    for m in $EPOCH_MODELS; do
+      echo "== epoch of $m (rep $rep): sloth ==" >&2
+      s=$("$EX" --model="$m" --epochs="$EPOCHS" --checkpoint="$WORKDIR/epoch_$m.safetensors" \
+            | tee /dev/stderr | sed -n 's/^time per epoch: \([0-9.]*\)s.*/\1/p')
+      echo "$m sloth ${s:-nan}" >> "$WORKDIR/epochs.txt"
+      for t in $PT_THREADS; do
+        echo "== epoch of $m (rep $rep): PyTorch eager, $t thread(s) ==" >&2
+        s=$(/usr/bin/python3 "$ROOT/tools/fashion_mnist.py" --model "$m" --epochs "$EPOCHS" --threads "$t" \
+              | tee /dev/stderr | sed -n 's/^mean train time per epoch: \([0-9.]*\) s.*/\1/p')
+        echo "$m pytorch_t$t ${s:-nan}" >> "$WORKDIR/epochs.txt"
+      done
+    done
+  done
+fi
 
 # ---- 4. one table ----
 python3 - "$WORKDIR" "$THREADS" "$MODEL_THREADS" "$SKIP_BASE" <<'PY'
@@ -128,9 +157,14 @@ rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6/jit:1"),
          ("softmax [4096,1024]", "softmax_4096x1024", "BM_Softmax"),
          ("layer_norm [4096,1024]", "layer_norm_4096x1024", "BM_LayerNorm"),
          ("matmul 1024x1024", "matmul_1024", "BM_MatmulSloth/n:1024"),
+         # nn::MLP + optim::SGD, as users write it (LibTorch's side is the same, with
+         # torch::nn::Linear and torch::optim::SGD); "raw": the hand-written reference.
          ("MLP 784-1024-1024-10 b256 step", "mlp_b256", "BM_TrainMlp/batch:256"),
+         ("  same, raw sloth ops", "mlp_b256", "BM_TrainMlpRaw/batch:256"),
          ("MLP 784-1024-1024-10 b32 step", "mlp_b32", "BM_TrainMlp/batch:32"),
-         ("tiny MLP 32-64-64-1 b16 step", "tiny_mlp_b16", "BM_TrainTinyMlp/batch:16")]
+         ("  same, raw sloth ops", "mlp_b32", "BM_TrainMlpRaw/batch:32"),
+         ("tiny MLP 32-64-64-1 b16 step", "tiny_mlp_b16", "BM_TrainTinyMlp/batch:16"),
+         ("  same, raw sloth ops", "tiny_mlp_b16", "BM_TrainTinyMlpRaw/batch:16")]
 def fmt(ms):
     if ms is None: return "n/a"
     return f"{ms*1e3:.1f} us" if ms < 1 else f"{ms:.2f} ms"
@@ -160,6 +194,25 @@ for label, lk, sk in rows:
         continue
     r = f"{a/b:.2f}x" if a and b else "n/a"
     print(f"{label:40} {fmt(a):>12} {fmt(b):>12} {r:>15}")
+ep = {}
+if os.path.exists(os.path.join(wd, "epochs.txt")):
+    for line in open(os.path.join(wd, "epochs.txt")):
+        m, side, v = line.split()
+        if v != "nan":
+            ep.setdefault((m, side), []).append(float(v))
+if ep:
+    med = lambda v: sorted(v)[len(v) // 2]
+    print("\nWhole epochs (train time per epoch, medians): train_fashion_mnist vs "
+          "tools/fashion_mnist.py (PyTorch eager, Python), PyTorch at its fastest thread count")
+    for m, label in (("mlp", "main job: MLP 784-256-128-10 b128"), ("cnn", "CNN --model=cnn b128")):
+        pts = {side: med(v) for (mm, side), v in ep.items() if mm == m and side.startswith("pytorch")}
+        sv = ep.get((m, "sloth"))
+        if not pts or not sv:
+            continue
+        best_side = min(pts, key=pts.get)
+        a, b = pts[best_side], med(sv)
+        others = ", ".join(f"{k[8:]} {v:.2f} s" for k, v in sorted(pts.items()))
+        print(f"{label:40} {a:>10.2f} s {b:>10.2f} s {a / b:>14.2f}x   (PyTorch {others})")
 print("\nratio > 1: sloth is faster.  Same-binary references (sloth side):")
 for k in ("BM_StreamTriad/threads:1", "BM_StreamTriad/threads:2"):
     if k in extra:

@@ -91,7 +91,7 @@ void train(const std::string& name, const std::vector<int64_t>& sizes, int64_t b
 }
 
 // ---- issue 13: the models (keep in step with benchmarks/cnn_bench.cc, transformer_bench.cc and
-// conv_bench.cc, and with tools/fashion_cnn.py and tools/char_lm.py) ----
+// conv_bench.cc, and with tools/fashion_mnist.py and tools/char_lm.py) ----
 
 // examples/train_fashion_mnist.cc --model=cnn: two blocks conv3x3(pad 1) + BatchNorm2d + ReLU +
 // MaxPool2d(2) (1->32, 32->64), Flatten, Linear 3136->128, ReLU, Dropout(0.3), Linear 128->10.

@@ -1,8 +1,10 @@
-// Training steps with raw sloth ops (forward, backward, SGD momentum 0.9 lr 0.01, sync):
+// Training steps as users write them: nn::MLP (nn::Linear, weights [out, in], x W^T + b),
+// optim::SGD (momentum 0.9, lr 0.01), zero_grad, backward, step, mark_step, loss.item():
 // MLP 784-1024-1024-10 at batch 256 and 32 (cross_entropy), tiny MLP 32-64-64-1 at batch 16
-// (mse_loss). For the big MLP, counters give the GEMM-bound ideal: the step's 3 x forward GEMM
-// FLOPs (forward, grad-input and grad-weight GEMM of every layer) timed with cblas_sgemm in
-// the same run.
+// (mse_loss). The *Raw variants run the same models hand-written (weights [in, out], a
+// hand-written SGD update): the GEMM-bound reference the nn path must match. For the big MLP,
+// counters give the GEMM-bound ideal: the step's 3 x forward GEMM FLOPs (forward, grad-input
+// and grad-weight GEMM of every layer) timed with cblas_sgemm in the same run.
 //   bazel run //benchmarks:train_bench
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "benchmarks/bench_common.h"
+#include "nn/nn.h"
 #include "sloth/sloth.h"
 
 namespace {
@@ -67,10 +70,40 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void BM_TrainMlp(benchmark::State& state) {
+// The model as users write it: nn modules and an optimizer.
+class NnMlp {
+ public:
+  explicit NnMlp(const std::vector<int64_t>& sizes)
+      : model_(std::make_shared<sloth::nn::MLP>(sizes)),
+        opt_(model_->parameters(), {.lr = 0.01, .momentum = 0.9}) {
+    sloth::mark_step();
+  }
+  template <class Loss>
+  double step(const sloth::Tensor& x, const sloth::Tensor& target, Loss loss_fn) {
+    sloth::Tensor loss = loss_fn(model_->forward(x), target);
+    opt_.zero_grad();
+    loss.backward();
+    opt_.step();
+    sloth::mark_step();
+    return loss.item();
+  }
+  double step_ce(const sloth::Tensor& x, const sloth::Tensor& y) {
+    return step(x, y, [](const sloth::Tensor& o, const sloth::Tensor& t) { return sloth::cross_entropy(o, t); });
+  }
+  double step_mse(const sloth::Tensor& x, const sloth::Tensor& y) {
+    return step(x, y, [](const sloth::Tensor& o, const sloth::Tensor& t) { return sloth::mse_loss(o, t); });
+  }
+
+ private:
+  std::shared_ptr<sloth::nn::MLP> model_;
+  sloth::optim::SGD opt_;
+};
+
+template <class Model>
+void train_mlp(benchmark::State& state) {
   const int64_t batch = state.range(0);
   sloth::manual_seed(5);
-  sloth_bench::Mlp mlp(kBig);
+  Model mlp(kBig);
   sloth::Tensor x = sloth::randn({batch, kBig.front()});
   sloth::Tensor y = sloth::randint(0, kBig.back(), {batch}, sloth::kInt64);
   sloth::mark_step();
@@ -106,13 +139,12 @@ void BM_TrainMlp(benchmark::State& state) {
   state.counters["exec_ms_per_step"] = m.execute_s * 1e3 / n;
   state.counters["loss"] = loss;
 }
-BENCHMARK(BM_TrainMlp)->Arg(256)->Arg(32)->ArgName("batch")->UseRealTime()
-    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-void BM_TrainTinyMlp(benchmark::State& state) {
+template <class Model>
+void train_tiny_mlp(benchmark::State& state) {
   const int64_t batch = state.range(0);
   sloth::manual_seed(6);
-  sloth_bench::Mlp mlp(kTiny);
+  Model mlp(kTiny);
   sloth::Tensor x = sloth::randn({batch, kTiny.front()});
   sloth::Tensor y = sloth::randn({batch, kTiny.back()});
   sloth::mark_step();
@@ -132,7 +164,20 @@ void BM_TrainTinyMlp(benchmark::State& state) {
   state.counters["exec_us_per_step"] = m.execute_s * 1e6 / n;
   state.counters["loss"] = loss;
 }
+
+// Interleaved: the nn path and its hand-written reference at each batch.
+void BM_TrainMlp(benchmark::State& state) { train_mlp<NnMlp>(state); }
+void BM_TrainMlpRaw(benchmark::State& state) { train_mlp<sloth_bench::Mlp>(state); }
+BENCHMARK(BM_TrainMlp)->Arg(256)->Arg(32)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_TrainMlpRaw)->Arg(256)->Arg(32)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_TrainTinyMlp(benchmark::State& state) { train_tiny_mlp<NnMlp>(state); }
+void BM_TrainTinyMlpRaw(benchmark::State& state) { train_tiny_mlp<sloth_bench::Mlp>(state); }
 BENCHMARK(BM_TrainTinyMlp)->Arg(16)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_TrainTinyMlpRaw)->Arg(16)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The Fashion-MNIST CNN of `train_fashion_mnist --model=cnn` and of benchmarks/cnn_bench.cc;
-// tools/fashion_cnn.py and benchmarks/libtorch_workloads.cc build the same model in PyTorch
+// tools/fashion_mnist.py and benchmarks/libtorch_workloads.cc build the same model in PyTorch
 // and LibTorch, with the same parameter and buffer names ("features.0.weight",
 // "features.1.running_mean", "classifier.1.weight", ...), so a state dict maps one to one.
 //

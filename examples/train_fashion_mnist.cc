@@ -11,10 +11,10 @@
 // batch 128, standardized pixels) reached 89.1% test accuracy after 5 epochs (88.9% with
 // --seed=1) at 2.3-4 s per epoch on a shared 2-core machine (4 plans compiled in all).
 // --model=cnn trains examples/fashion_cnn.h (two conv3x3 + BatchNorm2d + ReLU + MaxPool2d
-// blocks, then 3136-128-10 with dropout; tools/fashion_cnn.py is the same model in PyTorch)
+// blocks, then 3136-128-10 with dropout; tools/fashion_mnist.py is the same model in PyTorch)
 // with AdamW lr 2e-3; BatchNorm's running statistics are updated inside the step graph and
 // saved in the checkpoint with the parameters (state-dict names as PyTorch's:
-// `tools/fashion_cnn.py --eval_checkpoint` loads it). It reached 87.7, 90.1, 91.0, 91.6 and
+// `tools/fashion_mnist.py --model cnn --eval_checkpoint` loads it). It reached 87.7, 90.1, 91.0, 91.6 and
 // 91.8% test accuracy after epochs 1-5 (PyTorch: 87.7, 90.0, 90.9, 91.7, 91.9%), one graph and
 // one plan-cache hit per step (5 plans compiled in all).
 // --resume continues from --checkpoint and <checkpoint>.optim at the saved step; with the
