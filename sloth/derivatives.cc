@@ -166,6 +166,16 @@ Grads matmul_grad(const FormulaArgs& a) {
     return {a.needs[0] ? ptr(g * y) : nullptr, a.needs[1] ? ptr(g * x) : nullptr};
   if (dx == 2 && dy == 2)  // the common case: no reshapes, nothing to sum
     return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr, a.needs[1] ? ptr(matmul(x.t(), g)) : nullptr};
+  if (dy == 2 && dx >= 3) {
+    // A shared weight (nn::Linear on [batch..., m, k] inputs): the batch and row dims fold
+    // into one GEMM over batch*m rows, so y's gradient is a single [k, batch*m] x [batch*m, n]
+    // product instead of one small product per batch entry and a sum over the batch.
+    const int64_t k = ys[0], n = ys[1];
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < dx; ++d) rows *= xs[d];
+    return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr,
+            a.needs[1] ? ptr(matmul(x.reshape({rows, k}).t(), g.reshape({rows, n}))) : nullptr};
+  }
   auto as2 = [](Shape s, bool left) {
     if (s.size() == 1) s.insert(left ? s.begin() : s.end(), 1);
     return s;
