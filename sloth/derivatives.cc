@@ -10,6 +10,7 @@
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
 #include "sloth/dispatch.h"
+#include "sloth/grad_accumulate.h"
 #include "sloth/ops.h"
 #include "sloth/view_autograd.h"
 
@@ -270,7 +271,9 @@ Grads cat_grad(const FormulaArgs& a) {
 
 Grads clone_grad(const FormulaArgs& a) { return {a.grad}; }
 
-TensorImplPtr math_add(const TensorImplPtr& a, const TensorImplPtr& b) { return (Tensor(a) + Tensor(b)).impl(); }
+TensorImplPtr math_add(const TensorImplPtr& a, const TensorImplPtr& b) {
+  return internal::accumulate_grads(Tensor(a), Tensor(b)).impl();
+}
 TensorImplPtr math_zeros(const autograd::OutputInfo& i) {
   return zeros(i.shape, TensorOptions().dtype(i.dtype).device(i.device)).impl();
 }

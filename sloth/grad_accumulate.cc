@@ -1,0 +1,70 @@
+#include "sloth/grad_accumulate.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "core/op_attrs.h"
+#include "lazy/tensor_impl.h"
+#include "sloth/dispatch.h"
+#include "sloth/ops.h"
+
+namespace sloth::internal {
+namespace {
+
+using lazy::NodePtr;
+
+// A pending slice_scatter(zeros, src, dim, start:end:1): the pieces of src (the operands of
+// src itself when it is a pending concatenation along the same dim, so joins stay flat).
+struct ZeroScatter {
+  NodePtr zeros;
+  std::vector<NodePtr> pieces;
+  int64_t dim = 0, start = 0, end = 0;
+};
+
+bool is_zero_fill(const NodePtr& n) {
+  return n->op == OpId::kFull && !n->materialized() && n->inputs.size() == 1 &&
+         n->inputs[0]->op == OpId::kScalar && n->inputs[0]->scalar == 0.0;
+}
+
+std::optional<ZeroScatter> as_zero_scatter(const Tensor& t) {
+  const lazy::TensorImplPtr& impl = t.impl();
+  if (!impl || impl->is_view() || !impl->pending() || t.requires_grad()) return std::nullopt;
+  NodePtr n = impl->value();
+  if (n->op != OpId::kSliceScatter || n->materialized() || n->inputs.size() != 2 ||
+      !is_zero_fill(n->inputs[0]))
+    return std::nullopt;
+  const SliceAttrs s = SliceAttrs::of(n->attrs);
+  if (s.step != 1) return std::nullopt;
+  ZeroScatter z{n->inputs[0], {}, s.dim, s.start, s.end};
+  const NodePtr& src = n->inputs[1];
+  if (src->op == OpId::kCat && !src->materialized() && DimAttrs::of(src->attrs).dim == s.dim)
+    z.pieces.assign(src->inputs.begin(), src->inputs.end());
+  else
+    z.pieces.push_back(src);
+  return z;
+}
+
+}  // namespace
+
+Tensor accumulate_grads(const Tensor& a, const Tensor& b) {
+  std::optional<ZeroScatter> x = as_zero_scatter(a), y = as_zero_scatter(b);
+  if (x && y && x->dim == y->dim && x->zeros->shape == y->zeros->shape &&
+      x->zeros->dtype == y->zeros->dtype && (x->end == y->start || y->end == x->start)) {
+    if (y->end == x->start) std::swap(x, y);
+    const Device dev = a.device();
+    std::vector<Tensor> parts;
+    for (const ZeroScatter* z : {&*x, &*y})
+      for (const NodePtr& p : z->pieces) parts.push_back(Tensor(lazy::TensorImpl::make(p, dev)));
+    Tensor joined = cat(parts, x->dim);
+    const int64_t len = x->zeros->shape[x->dim];
+    if (x->start == 0 && y->end == len) return joined;  // covers the whole dim: no zeros
+    Attrs attrs;
+    SliceAttrs{.dim = x->dim, .start = x->start, .end = y->end, .step = 1}.store(attrs);
+    return call_op(OpId::kSliceScatter,
+                   {Tensor(lazy::TensorImpl::make(x->zeros, dev)), joined}, attrs);
+  }
+  return a + b;
+}
+
+}  // namespace sloth::internal

@@ -1,0 +1,69 @@
+// Gradient accumulation of scattered slices (sloth/grad_accumulate.h): the backward of chunk /
+// narrow pieces that tile a dim is one concatenation; the values are those of the plain sum.
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+std::vector<double> v(const Tensor& t) { return t.to_vector<double>(); }
+
+// x [2, 6]; loss = sum over the chosen chunks of chunk_i * w_i: d loss / d x is w_i on the
+// chosen chunks' columns and 0 elsewhere.
+std::vector<double> chunk_grad(const std::vector<int>& used, bool create_graph = false) {
+  Tensor x = arange(0.0, 12.0, 1.0, TensorOptions().dtype(kFloat64)).reshape({2, 6}).requires_grad_();
+  std::vector<Tensor> parts = (x * 1.0).chunk(3, -1);
+  Tensor loss;
+  for (int i : used) {
+    Tensor w = full({2, 2}, 1.0 + i, TensorOptions().dtype(kFloat64));
+    Tensor term = (parts[i] * w).sum();
+    loss = loss.defined() ? loss + term : term;
+  }
+  if (create_graph) return v(autograd::grad({loss}, {x}, {}, false, true)[0]);
+  loss.backward();
+  return v(x.grad());
+}
+
+std::vector<double> expected(const std::vector<int>& used) {
+  std::vector<double> e(12, 0.0);
+  for (int i : used)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) e[r * 6 + i * 2 + c] = 1.0 + i;
+  return e;
+}
+
+TEST(GradAccumulate, ChunksCoveringTheDimJoin) {
+  EXPECT_EQ(chunk_grad({0, 1, 2}), expected({0, 1, 2}));
+  EXPECT_EQ(chunk_grad({2, 0, 1}), expected({2, 0, 1}));  // any order of arrival
+}
+
+TEST(GradAccumulate, AdjacentChunksLeaveZerosOutside) {
+  EXPECT_EQ(chunk_grad({1, 2}), expected({1, 2}));
+  EXPECT_EQ(chunk_grad({0, 1}), expected({0, 1}));
+}
+
+TEST(GradAccumulate, GappedChunksAdd) { EXPECT_EQ(chunk_grad({0, 2}), expected({0, 2})); }
+
+TEST(GradAccumulate, CreateGraphKeepsHistory) {
+  EXPECT_EQ(chunk_grad({0, 1, 2}, true), expected({0, 1, 2}));
+}
+
+// The same chunk used twice: its gradients add before the scatter.
+TEST(GradAccumulate, RepeatedChunk) {
+  EXPECT_EQ(chunk_grad({1, 1, 0, 2}), (std::vector<double>{1, 1, 4, 4, 3, 3, 1, 1, 4, 4, 3, 3}));
+}
+
+// What the step runs: one concatenation, no scatter into zeros.
+TEST(GradAccumulate, PlanIsOneConcatenation) {
+  Tensor x = randn({4, 9}).requires_grad_();
+  std::vector<Tensor> parts = (x * 2.0).chunk(3, -1);
+  ((parts[0] * 3.0).sum() + (parts[1] * 4.0).sum() + (parts[2] * 5.0).sum()).backward();
+  const std::string plan = dump_plan({x.grad()});
+  EXPECT_NE(plan.find("cat"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("slice_scatter"), std::string::npos) << plan;
+}
+
+}  // namespace
+}  // namespace sloth
