@@ -210,6 +210,8 @@ Grads view_grad(const FormulaArgs& a) {
     default: {
       // Reshape, Permute: the inverse view of g; Slice, Select, Diagonal: g scattered into
       // zeros through the table's inverse op.
+      if (a.op == OpId::kPermute && xs.size() == 2 && a.attrs.dims.size() == 2 && a.attrs.dims[0] == 1)
+        return {ptr(internal::transpose_grad(g))};
       ViewInverse inv = inverse_of_view(a.op, a.attrs, xs);
       if (inv.scatter) return {ptr(call_op(inv.op, {zeros_for(a, 0), g}, inv.attrs))};
       return {ptr(call_op(inv.op, {g}, inv.attrs))};

@@ -47,6 +47,21 @@ std::optional<ZeroScatter> as_zero_scatter(const Tensor& t) {
 
 }  // namespace
 
+Tensor transpose_grad(const Tensor& g) {
+  const lazy::TensorImplPtr& impl = g.impl();
+  if (impl && !impl->is_view() && impl->pending() && !g.requires_grad()) {
+    NodePtr n = impl->value();
+    if (n->op == OpId::kMatmul && !n->materialized() && n->inputs.size() == 2 &&
+        n->inputs[0]->shape.size() == 2 && n->inputs[1]->shape.size() == 2 &&
+        (n->dtype == DType::kFloat32 || n->dtype == DType::kFloat64)) {
+      const Device dev = g.device();
+      Tensor a(lazy::TensorImpl::make(n->inputs[0], dev)), b(lazy::TensorImpl::make(n->inputs[1], dev));
+      return matmul(b.t(), a.t());
+    }
+  }
+  return g.t();
+}
+
 Tensor accumulate_grads(const Tensor& a, const Tensor& b) {
   std::optional<ZeroScatter> x = as_zero_scatter(a), y = as_zero_scatter(b);
   if (x && y && x->dim == y->dim && x->zeros->shape == y->zeros->shape &&

@@ -65,5 +65,23 @@ TEST(GradAccumulate, PlanIsOneConcatenation) {
   EXPECT_EQ(plan.find("slice_scatter"), std::string::npos) << plan;
 }
 
+// A weight used transposed (Linear: x w^T): its gradient g^T x is one GEMM written in w's
+// layout, no transposed view of x^T g; the values are the plain product's.
+TEST(GradAccumulate, TransposedWeightGradient) {
+  Tensor x = arange(0.0, 6.0, 1.0, TensorOptions().dtype(kFloat64)).reshape({3, 2});
+  Tensor w = arange(1.0, 5.0, 1.0, TensorOptions().dtype(kFloat64)).reshape({2, 2}).requires_grad_();
+  Tensor gy = tensor({1.0, -1.0, 2.0, 0.5, 0.0, 3.0}, {3, 2}, kFloat64);
+  (matmul(x, w.t()) * gy).sum().backward();
+  const std::string plan = dump_plan({w.grad()});
+  EXPECT_GT(plan.rfind("matmul"), plan.rfind("permute")) << "the product is not transposed after\n" << plan;
+  // w.grad[i][j] = sum_r gy[r][i] * x[r][j]
+  EXPECT_EQ(v(w.grad()), (std::vector<double>{0 * 1 + 2 * 2 + 4 * 0, 1 * 1 + 3 * 2 + 5 * 0,
+                                              0 * -1 + 2 * 0.5 + 4 * 3, 1 * -1 + 3 * 0.5 + 5 * 3}));
+  // Batched input (the batch folds into the GEMM's rows), against the 2-D result.
+  Tensor w2 = w.detach().clone().requires_grad_();
+  (matmul(x.reshape({1, 3, 2}), w2.t()) * gy.reshape({1, 3, 2})).sum().backward();
+  EXPECT_EQ(v(w2.grad()), v(w.grad()));
+}
+
 }  // namespace
 }  // namespace sloth
