@@ -51,8 +51,15 @@ Grads unary(const FormulaArgs& a) {
     // threshold_backward(grad, result) is: under create_graph it requires grad.
     case OpId::kRelu: r = g * sign(y); break;
     case OpId::kGelu: {
-      Tensor cdf = (erf(x * M_SQRT1_2) + 1.0) * 0.5;
-      Tensor pdf = exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+      // gelu'(x) = cdf(x) + x pdf(x). cdf is gelu(x) / x: gelu(x) is the forward value (the
+      // same node, merged by the plan's CSE), so the fused step evaluates erf once, not
+      // twice (it is most of GELU's cost). Near 0, where the quotient would lose precision or
+      // divide by zero, cdf = 1/2 + x pdf(0), its first-order expansion (right value and
+      // right derivative at 0, so double backward stays exact there).
+      const double pdf0 = 1.0 / std::sqrt(2.0 * M_PI);
+      Tensor pdf = exp(x * x * -0.5) * pdf0;
+      Tensor tiny = abs(x) < 1e-30;
+      Tensor cdf = where(tiny, x * pdf0 + 0.5, gelu(x) / where(tiny, 1.0, x));
       r = g * (cdf + x * pdf);
       break;
     }
