@@ -1,5 +1,6 @@
 // Gradient accumulation of scattered slices (sloth/grad_accumulate.h): the backward of chunk /
 // narrow pieces that tile a dim is one concatenation; the values are those of the plain sum.
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -81,6 +82,27 @@ TEST(GradAccumulate, TransposedWeightGradient) {
   Tensor w2 = w.detach().clone().requires_grad_();
   (matmul(x.reshape({1, 3, 2}), w2.t()) * gy.reshape({1, 3, 2})).sum().backward();
   EXPECT_EQ(v(w2.grad()), v(w.grad()));
+}
+
+// gelu's derivative takes cdf from the forward value (gelu(x) / x); near and at 0 it uses
+// the expansion 1/2 + x pdf(0). First and second derivatives against the closed forms.
+TEST(GradAccumulate, GeluDerivativesNearZero) {
+  const std::vector<double> xs = {0.0, 1e-35, -1e-3, 0.5, -3.0, 6.0};
+  Tensor x = tensor(xs, {6}, kFloat64).requires_grad_();
+  Tensor d1 = autograd::grad({gelu(x).sum()}, {x}, {}, true, true)[0];
+  Tensor d2 = autograd::grad({d1.sum()}, {x})[0];
+  const std::vector<double> g1 = v(d1), g2 = v(d2);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double t = xs[i], pdf = std::exp(-t * t / 2) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * (1 + std::erf(t / std::sqrt(2.0)));
+    EXPECT_NEAR(g1[i], cdf + t * pdf, 1e-12) << "x = " << t;
+    EXPECT_NEAR(g2[i], 2 * pdf - t * t * pdf, 1e-9) << "x = " << t;
+  }
+  // float32: within float tolerance of the closed form.
+  Tensor xf = tensor(xs, {6}, kFloat32).requires_grad_();
+  gelu(xf).sum().backward();
+  const std::vector<double> gf = v(xf.grad());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_NEAR(gf[i], g1[i], 1e-6) << "x = " << xs[i];
 }
 
 }  // namespace
