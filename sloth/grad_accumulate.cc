@@ -45,6 +45,31 @@ std::optional<ZeroScatter> as_zero_scatter(const Tensor& t) {
   return z;
 }
 
+// Pieces that are copies of [..., h, d] views merged into [..., h * d] along the joined
+// (last) dim: attention's per-head gradients permuted back from [N, H, L, D] to [N, L, H, D]
+// and copied to merge the heads. Joining the views along the head dim and merging after
+// reads each view once, instead of a copy per piece and then the concatenation.
+std::optional<Tensor> join_merged_heads(const std::vector<NodePtr>& pieces, int64_t dim,
+                                        const Shape& out, Device dev) {
+  const size_t r = out.size();
+  if (r == 0 || dim != static_cast<int64_t>(r) - 1) return std::nullopt;
+  std::vector<Tensor> inner;
+  int64_t d = -1;
+  for (const NodePtr& p : pieces) {
+    if (p->op != OpId::kReshape || p->materialized()) return std::nullopt;
+    NodePtr v = p->inputs[0];
+    if (v->op == OpId::kClone && !v->materialized()) v = v->inputs[0];
+    const Shape& s = v->shape;
+    if (s.size() != r + 1 || (d >= 0 && s[r] != d)) return std::nullopt;
+    d = s[r];
+    for (size_t i = 0; i + 1 < r; ++i)
+      if (s[i] != p->shape[i]) return std::nullopt;
+    if (s[r - 1] * s[r] != p->shape[r - 1]) return std::nullopt;
+    inner.push_back(Tensor(lazy::TensorImpl::make(v, dev)));
+  }
+  return cat(inner, dim).reshape(out);
+}
+
 }  // namespace
 
 Tensor transpose_grad(const Tensor& g) {
@@ -68,12 +93,19 @@ Tensor accumulate_grads(const Tensor& a, const Tensor& b) {
       x->zeros->dtype == y->zeros->dtype && (x->end == y->start || y->end == x->start)) {
     if (y->end == x->start) std::swap(x, y);
     const Device dev = a.device();
-    std::vector<Tensor> parts;
-    for (const ZeroScatter* z : {&*x, &*y})
-      for (const NodePtr& p : z->pieces) parts.push_back(Tensor(lazy::TensorImpl::make(p, dev)));
-    Tensor joined = cat(parts, x->dim);
+    std::vector<NodePtr> nodes;
+    for (const ZeroScatter* z : {&*x, &*y}) nodes.insert(nodes.end(), z->pieces.begin(), z->pieces.end());
+    auto tensors = [&](const std::vector<NodePtr>& ns) {
+      std::vector<Tensor> t;
+      for (const NodePtr& p : ns) t.push_back(Tensor(lazy::TensorImpl::make(p, dev)));
+      return t;
+    };
     const int64_t len = x->zeros->shape[x->dim];
-    if (x->start == 0 && y->end == len) return joined;  // covers the whole dim: no zeros
+    if (x->start == 0 && y->end == len) {  // covers the whole dim: no zeros
+      if (std::optional<Tensor> t = join_merged_heads(nodes, x->dim, x->zeros->shape, dev)) return *t;
+      return cat(tensors(nodes), x->dim);
+    }
+    Tensor joined = cat(tensors(nodes), x->dim);
     Attrs attrs;
     SliceAttrs{.dim = x->dim, .start = x->start, .end = y->end, .step = 1}.store(attrs);
     return call_op(OpId::kSliceScatter,

@@ -66,6 +66,31 @@ TEST(GradAccumulate, PlanIsOneConcatenation) {
   EXPECT_EQ(plan.find("slice_scatter"), std::string::npos) << plan;
 }
 
+// Attention's heads: each third of x [N, L, 3 * H * D] is viewed as [N, H, L, D] (reshape,
+// permute). The joined gradient concatenates the permuted-back views along the head dim
+// (no copy per third) and has the values of the plain sum.
+TEST(GradAccumulate, MergedHeadsJoinWithoutCopies) {
+  Tensor x = randn({2, 3, 12}, TensorOptions().dtype(kFloat64)).requires_grad_();
+  std::vector<Tensor> parts = (x * 1.0).chunk(3, -1);
+  Tensor loss;
+  for (int i = 0; i < 3; ++i) {
+    Tensor w = arange(0.0, 24.0, 1.0, TensorOptions().dtype(kFloat64)).reshape({2, 2, 3, 2}) + 100.0 * i;
+    Tensor t = (parts[i].reshape({2, 3, 2, 2}).permute({0, 2, 1, 3}) * w).sum();
+    loss = loss.defined() ? loss + t : t;
+  }
+  loss.backward();
+  const std::string plan = dump_plan({x.grad()});
+  EXPECT_EQ(plan.find("clone"), std::string::npos) << plan;
+  std::vector<double> e(2 * 3 * 12);
+  for (int i = 0; i < 3; ++i)
+    for (int b = 0; b < 2; ++b)
+      for (int h = 0; h < 2; ++h)
+        for (int t = 0; t < 3; ++t)
+          for (int d = 0; d < 2; ++d)
+            e[(b * 3 + t) * 12 + 4 * i + 2 * h + d] = ((b * 2 + h) * 3 + t) * 2 + d + 100.0 * i;
+  EXPECT_EQ(v(x.grad()), e);
+}
+
 // A weight used transposed (Linear: x w^T): its gradient g^T x is one GEMM written in w's
 // layout, no transposed view of x^T g; the values are the plain product's.
 TEST(GradAccumulate, TransposedWeightGradient) {
