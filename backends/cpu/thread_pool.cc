@@ -22,8 +22,8 @@ thread_local bool t_in_pool = false;
 // run, so whoever claims a chunk read that generation's task.
 //
 // Waiting spins first: a worker that just finished spins for kSpinNs for the next job
-// before it sleeps (a training step runs a hundred kernels back to back, each a job; a
-// futex wake-up per kernel cost more than the small kernels themselves), and the caller spins
+// before it sleeps (a training step runs about a hundred kernels back to back, each a job;
+// sleeping in between put a futex wake-up and a task switch on each), and the caller spins
 // for the last chunks before it sleeps. Sleeping is std::atomic::wait (a futex).
 constexpr int64_t kSpinNs = 100'000;
 
