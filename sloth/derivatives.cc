@@ -12,6 +12,7 @@
 #include "lazy/tensor_impl.h"
 #include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
+#include "sloth/grad_accumulate.h"
 #include "sloth/ops.h"
 #include "sloth/view_autograd.h"
 
@@ -52,8 +53,15 @@ Grads unary(const FormulaArgs& a) {
     // threshold_backward(grad, result) is: under create_graph it requires grad.
     case OpId::kRelu: r = g * sign(y); break;
     case OpId::kGelu: {
-      Tensor cdf = (erf(x * M_SQRT1_2) + 1.0) * 0.5;
-      Tensor pdf = exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+      // gelu'(x) = cdf(x) + x pdf(x). cdf is gelu(x) / x: gelu(x) is the forward value (the
+      // same node, merged by the plan's CSE), so the fused step evaluates erf once, not
+      // twice (it is most of GELU's cost). Near 0, where the quotient would lose precision or
+      // divide by zero, cdf = 1/2 + x pdf(0), its first-order expansion (right value and
+      // right derivative at 0, so double backward stays exact there).
+      const double pdf0 = 1.0 / std::sqrt(2.0 * M_PI);
+      Tensor pdf = exp(x * x * -0.5) * pdf0;
+      Tensor tiny = abs(x) < 1e-30;
+      Tensor cdf = where(tiny, x * pdf0 + 0.5, gelu(x) / where(tiny, 1.0, x));
       r = g * (cdf + x * pdf);
       break;
     }
@@ -168,6 +176,16 @@ Grads matmul_grad(const FormulaArgs& a) {
     return {a.needs[0] ? ptr(g * y) : nullptr, a.needs[1] ? ptr(g * x) : nullptr};
   if (dx == 2 && dy == 2)  // the common case: no reshapes, nothing to sum
     return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr, a.needs[1] ? ptr(matmul(x.t(), g)) : nullptr};
+  if (dy == 2 && dx >= 3) {
+    // A shared weight (nn::Linear on [batch..., m, k] inputs): the batch and row dims fold
+    // into one GEMM over batch*m rows, so y's gradient is a single [k, batch*m] x [batch*m, n]
+    // product instead of one small product per batch entry and a sum over the batch.
+    const int64_t k = ys[0], n = ys[1];
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < dx; ++d) rows *= xs[d];
+    return {a.needs[0] ? ptr(matmul(g, y.t())) : nullptr,
+            a.needs[1] ? ptr(matmul(x.reshape({rows, k}).t(), g.reshape({rows, n}))) : nullptr};
+  }
   auto as2 = [](Shape s, bool left) {
     if (s.size() == 1) s.insert(left ? s.begin() : s.end(), 1);
     return s;
@@ -181,28 +199,6 @@ Grads matmul_grad(const FormulaArgs& a) {
   if (a.needs[0]) gx = sum_to(matmul(g2, y.reshape(y2s).transpose(-1, -2)), x2s).reshape(xs);
   if (a.needs[1]) gy = sum_to(matmul(x.reshape(x2s).transpose(-1, -2), g2), y2s).reshape(ys);
   return {ptr(gx), ptr(gy)};
-}
-
-// The gradient of a transposed 2-D weight (nn::Linear's x @ W^T) arrives as a pending
-// product x^T @ g to be transposed back. (a @ b)^T is computed as b^T @ a^T instead: one GEMM
-// (the transposed operands are views BLAS reads with its trans flags) whose result is W's
-// gradient in W's own contiguous layout, so the optimizer's update and gradient accumulation
-// read it row by row, not column by column. Only for a product nothing else holds yet, and
-// not while recording a differentiable backward (create_graph), where g's history matters.
-// Undefined when the rule does not apply.
-Tensor transposed_product(const Tensor& g, const ViewInverse& inv) {
-  if (is_grad_enabled() || g.dim() != 2 || g.impl()->is_view()) return Tensor();
-  const bool transposes = (inv.op == OpId::kPermute && inv.attrs.dims.size() == 2 &&
-                           inv.attrs.dims[0] == 1 && inv.attrs.dims[1] == 0);
-  if (!transposes) return Tensor();
-  lazy::NodePtr v = g.impl()->value();
-  if (v->materialized() || v->op != OpId::kMatmul || v->inputs.size() != 2) return Tensor();
-  const lazy::NodePtr& x = v->inputs[0];
-  const lazy::NodePtr& y = v->inputs[1];
-  if (x->shape.size() != 2 || y->shape.size() != 2) return Tensor();
-  const Device dev = g.device();
-  Tensor xt(lazy::TensorImpl::make(x, dev)), yt(lazy::TensorImpl::make(y, dev));
-  return matmul(yt.t(), xt.t());
 }
 
 Grads view_grad(const FormulaArgs& a) {
@@ -223,9 +219,10 @@ Grads view_grad(const FormulaArgs& a) {
     default: {
       // Reshape, Permute: the inverse view of g; Slice, Select, Diagonal: g scattered into
       // zeros through the table's inverse op.
+      if (a.op == OpId::kPermute && xs.size() == 2 && a.attrs.dims.size() == 2 && a.attrs.dims[0] == 1)
+        return {ptr(internal::transpose_grad(g))};
       ViewInverse inv = inverse_of_view(a.op, a.attrs, xs);
       if (inv.scatter) return {ptr(call_op(inv.op, {zeros_for(a, 0), g}, inv.attrs))};
-      if (Tensor t = transposed_product(g, inv); t.defined()) return {ptr(t)};
       return {ptr(call_op(inv.op, {g}, inv.attrs))};
     }
   }
@@ -285,7 +282,9 @@ Grads cat_grad(const FormulaArgs& a) {
 
 Grads clone_grad(const FormulaArgs& a) { return {a.grad}; }
 
-TensorImplPtr math_add(const TensorImplPtr& a, const TensorImplPtr& b) { return (Tensor(a) + Tensor(b)).impl(); }
+TensorImplPtr math_add(const TensorImplPtr& a, const TensorImplPtr& b) {
+  return internal::accumulate_grads(Tensor(a), Tensor(b)).impl();
+}
 TensorImplPtr math_zeros(const autograd::OutputInfo& i) {
   return zeros(i.shape, TensorOptions().dtype(i.dtype).device(i.device)).impl();
 }

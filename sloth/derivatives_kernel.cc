@@ -50,8 +50,11 @@ Grads sdpa_grad(const FormulaArgs& a) {
   if (!a.needs[0] && !a.needs[1] && !mask_grad) return r;
   const Tensor dp = matmul(g, v.transpose(-1, -2));
   const Tensor ds = p * (dp - sum(dp * p, {-1}, true));
-  if (a.needs[0]) r[0] = ptr(matmul(ds, k) * at.scale);
-  if (a.needs[1]) r[1] = ptr(matmul(ds.transpose(-1, -2), q) * at.scale);
+  // The scale is applied to dS inside its elementwise step, not to each product afterwards
+  // (two fewer passes over [..., L, E]).
+  const Tensor dss = (a.needs[0] || a.needs[1]) ? ds * at.scale : Tensor();
+  if (a.needs[0]) r[0] = ptr(matmul(dss, k));
+  if (a.needs[1]) r[1] = ptr(matmul(dss.transpose(-1, -2), q));
   if (mask_grad) r[3] = ptr(sum_to(ds, a.input_info[3].shape));
   return r;
 }

@@ -4,6 +4,8 @@
 // independent accumulators (vectorizable, and more accurate than one running sum); when the
 // kept innermost dim is the contiguous one, rows are accumulated into a block of outputs
 // instead ("column" reduction), so memory is always read in order.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -109,6 +111,99 @@ typename Op::A reduce_range(const T* base, const Geometry& g, int64_t start, int
   return a;
 }
 
+// Column sums of float rows (bias and norm-weight gradients: a [rows, L] matrix summed over
+// its rows). Each task owns a block of 32 columns and a chunk of rows and keeps its 32
+// double accumulators in registers (8 AVX vectors) while it walks the rows, instead of a
+// load and a store per element of a stack array. When the columns give fewer tasks than
+// threads, the rows are split into chunks whose partial sums are merged in chunk order (so
+// the result depends only on the thread count, not on scheduling).
+constexpr int64_t kColBlock = 32;
+
+template <typename RowFn>
+void column_block(int64_t len, int64_t nrows, RowFn row_at, double* acc_out) {
+  if (len == kColBlock) {
+    __m256d acc[8];
+    for (auto& a : acc) a = _mm256_setzero_pd();
+    for (int64_t r = 0; r < nrows; ++r) {
+      const float* p = row_at(r);
+      for (int q = 0; q < 4; ++q) {
+        const __m256 v = _mm256_loadu_ps(p + 8 * q);
+        acc[2 * q] = _mm256_add_pd(acc[2 * q], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        acc[2 * q + 1] = _mm256_add_pd(acc[2 * q + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+      }
+    }
+    for (int q = 0; q < 8; ++q) _mm256_storeu_pd(acc_out + 4 * q, acc[q]);
+    return;
+  }
+  for (int64_t j = 0; j < len; ++j) acc_out[j] = 0;
+  for (int64_t r = 0; r < nrows; ++r) {
+    const float* p = row_at(r);
+    for (int64_t j = 0; j < len; ++j) acc_out[j] += static_cast<double>(p[j]);
+  }
+}
+
+template <typename O>
+void column_sum_f32(const float* base, const Geometry& g, O* out, bool parallel) {
+  const int nk = static_cast<int>(g.kshape.size()), nr = static_cast<int>(g.rshape.size());
+  const int64_t L = g.kshape[nk - 1], outer = g.kn / L;
+  const int64_t cblocks = (L + kColBlock - 1) / kColBlock;
+  const int nt = parallel ? num_threads() : 1;
+  int64_t chunks = 1;
+  if (nt > 1 && outer * cblocks < 4 * nt) chunks = std::clamp<int64_t>(g.rn / 256, 1, nt);
+  const int64_t per_chunk = (g.rn + chunks - 1) / chunks;
+  Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
+  Strides ostr(g.kin.begin(), g.kin.end() - 1);
+  if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+  // Row offsets of the reduced space (one coalesced dim in the common case).
+  const bool one_dim = nr == 1;
+  const int64_t rs = g.rin[nr - 1];
+  std::vector<int64_t> row_off;
+  if (!one_dim) {
+    row_off.reserve(g.rn);
+    for_each_run<1>(g.rshape.data(), nr, {g.rin.data()}, 0, g.rn,
+                    [&](const std::array<int64_t, 1>& off, int64_t run) {
+                      for (int64_t r = 0; r < run; ++r) row_off.push_back(off[0] + r * rs);
+                    });
+  }
+  // Reused (no allocation per call in a loop); the tasks see it through `part`, as a
+  // thread_local named inside the lambda would be each worker's own.
+  thread_local std::vector<double> partial;
+  partial.resize(chunks > 1 ? chunks * outer * L : 0);
+  double* const part = partial.data();
+  auto body = [&](int64_t b, int64_t e) {
+    alignas(32) double acc[kColBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t c = w % chunks, ob = w / chunks;
+      const int64_t o = ob / cblocks, j0 = (ob % cblocks) * kColBlock;
+      const int64_t len = std::min(kColBlock, L - j0);
+      const int64_t r0 = c * per_chunk, r1 = std::min(g.rn, r0 + per_chunk);
+      int64_t ooff = 0;
+      for_each_run<1>(oshape.data(), static_cast<int>(oshape.size()), {ostr.data()}, o, 1,
+                      [&](const std::array<int64_t, 1>& off, int64_t) { ooff = off[0]; });
+      const float* col0 = base + ooff + j0;
+      if (one_dim)
+        column_block(len, std::max<int64_t>(r1 - r0, 0), [&](int64_t r) { return col0 + (r0 + r) * rs; }, acc);
+      else
+        column_block(len, std::max<int64_t>(r1 - r0, 0), [&](int64_t r) { return col0 + row_off[r0 + r]; }, acc);
+      if (chunks == 1) {
+        for (int64_t j = 0; j < len; ++j) out[o * L + j0 + j] = static_cast<O>(acc[j]);
+      } else {
+        double* dst = part + (c * outer + o) * L + j0;
+        for (int64_t j = 0; j < len; ++j) dst[j] = acc[j];
+      }
+    }
+  };
+  const int64_t tasks = outer * cblocks * chunks;
+  if (parallel && tasks > 1) parallel_for(tasks, 1, body);
+  else body(0, tasks);
+  if (chunks > 1)
+    for (int64_t i = 0; i < outer * L; ++i) {
+      double s = 0;
+      for (int64_t c = 0; c < chunks; ++c) s += part[c * outer * L + i];
+      out[i] = static_cast<O>(s);
+    }
+}
+
 template <typename T, typename O, typename Op>
 void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
   using A = typename Op::A;
@@ -146,6 +241,10 @@ void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
     };
     if (parallel) parallel_for(g.kn, std::max<int64_t>(1, 16384 / std::max<int64_t>(g.rn, 1)), body);
     else body(0, g.kn);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Op, SumOp<float>>) {
+    column_sum_f32<O>(base, g, out, parallel);
     return;
   }
   // Column reduction: the innermost kept dim (length L) is contiguous; for each block of it,

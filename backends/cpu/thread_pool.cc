@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -17,6 +17,38 @@ namespace {
 
 thread_local bool t_in_pool = false;
 
+// Jobs are published through one atomic word, (generation << 32) | next chunk: a thread
+// claims a chunk with a compare-exchange that also checks the generation, so a worker that
+// wakes late can never run a chunk of a job other than the one it read. The task pointer
+// and chunk count of a generation are only replaced after all its chunks were claimed and
+// run, so whoever claims a chunk read that generation's task.
+//
+// Waiting spins first: a worker that just finished spins for kSpinNs for the next job
+// before it sleeps (a training step runs about a hundred kernels back to back, each a job;
+// sleeping in between put a futex wake-up and a task switch on each), and the caller spins
+// for the last chunks before it sleeps. Sleeping is std::atomic::wait (a futex).
+constexpr int64_t kSpinNs = 100'000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() or kSpinNs passed; returns pred().
+template <typename Pred>
+bool spin_until(Pred pred) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 &&
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+                .count() > kSpinNs)
+      return pred();
+  }
+}
+
 class Pool {
  public:
   explicit Pool(int workers) {
@@ -27,11 +59,9 @@ class Pool {
       });
   }
   ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    stop_.store(true);
+    state_.fetch_add(uint64_t{1} << 32);  // a new generation with no chunks wakes everyone
+    state_.notify_all();
     for (auto& t : threads_) t.join();
   }
   int size() const { return static_cast<int>(threads_.size()) + 1; }
@@ -44,69 +74,70 @@ class Pool {
       for (int c = 0; c < chunks; ++c) task(c);
       return;
     }
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      task_ = &task;
-      chunks_ = chunks;
-      next_.store(0);
-      done_ = 0;
-      ++generation_;
-    }
-    cv_.notify_all();
-    int finished = drain();
-    std::unique_lock<std::mutex> l(mu_);
-    done_ += finished;
-    // Waiting for active_ too means no worker still touches this job when the next starts.
-    done_cv_.wait(l, [&] { return done_ == chunks_ && active_ == 0; });
-    task_ = nullptr;
+    task_.store(&task, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+    state_.store(gen << 32, std::memory_order_release);
+    state_.notify_all();
+    drain(gen);
+    auto all_done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
+    if (!spin_until(all_done))
+      for (int d; (d = done_.load(std::memory_order_acquire)) != chunks;) done_.wait(d);
   }
 
  private:
-  int drain() {
-    int finished = 0;
-    for (int c; (c = next_.fetch_add(1)) < chunks_;) {
-      (*task_)(c);
-      ++finished;
+  // Claims and runs chunks of generation `gen` until none is left; returns how many it ran.
+  int drain(uint64_t gen) {
+    int ran = 0;
+    uint64_t v = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((v >> 32) != gen) return ran;
+      const int chunks = chunks_.load(std::memory_order_relaxed);
+      const int c = static_cast<int>(v & 0xffffffffu);
+      if (c >= chunks) return ran;
+      const std::function<void(int)>* task = task_.load(std::memory_order_relaxed);
+      if (!state_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
+                                        std::memory_order_acquire))
+        continue;  // v now holds the current word
+      (*task)(c);
+      ++ran;
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_all();
+      v = state_.load(std::memory_order_acquire);
     }
-    return finished;
   }
   void loop() {
     t_in_pool = true;
-    uint64_t seen = 0;
+    uint64_t seen = state_.load() >> 32;
     for (;;) {
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || (generation_ != seen && task_ != nullptr); });
-        if (stop_) return;
-        seen = generation_;
-        ++active_;
+      uint64_t v = state_.load(std::memory_order_acquire);
+      if ((v >> 32) == seen) {
+        if (!spin_until([&] { return (state_.load(std::memory_order_acquire) >> 32) != seen; })) {
+          while (((v = state_.load(std::memory_order_acquire)) >> 32) == seen) state_.wait(v);
+        }
+        v = state_.load(std::memory_order_acquire);
       }
-      int finished;
+      if (stop_.load()) return;
+      seen = v >> 32;
       if (lazy::profiling::on()) {
         // A worker's share of the current kernel, on its own row of the trace.
-        lazy::profiling::Scope task(lazy::profiling::Kind::kTask, "task",
-                                    lazy::profiling::current_kernel());
-        finished = drain();
+        const int64_t t0 = lazy::profiling::now_ns();
+        if (drain(seen) > 0)
+          lazy::profiling::record({.kind = lazy::profiling::Kind::kTask, .tid = 0, .start_ns = t0,
+                                   .dur_ns = lazy::profiling::now_ns() - t0, .name = "task",
+                                   .detail = "", .info = lazy::profiling::current_kernel()});
       } else {
-        finished = drain();
-      }
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        done_ += finished;
-        --active_;
-        if (done_ == chunks_ && active_ == 0) done_cv_.notify_all();
+        drain(seen);
       }
     }
   }
 
   std::vector<std::thread> threads_;
-  std::mutex submit_mu_, mu_;
-  std::condition_variable cv_, done_cv_;
-  const std::function<void(int)>* task_ = nullptr;
-  int chunks_ = 0, done_ = 0, active_ = 0;
-  std::atomic<int> next_{0};
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::mutex submit_mu_;
+  std::atomic<uint64_t> state_{0};
+  std::atomic<const std::function<void(int)>*> task_{nullptr};
+  std::atomic<int> chunks_{0}, done_{0};
+  std::atomic<bool> stop_{false};
 };
 
 Pool& pool() {

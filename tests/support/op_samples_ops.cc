@@ -196,6 +196,9 @@ void index_samples(Builder& b, OpId op) {
       b.add("mat_vec", {b.T({2, 3}), b.T({3})}, {}, {0});
       b.add("batch_broadcast", {b.T({2, 1, 2, 3}), b.T({3, 3, 2})});
       b.add("batch_vec", {b.T({2, 2, 3}, f64), b.T({3}, f64)});
+      // A shared 2-D right operand: its gradient folds the batch into one GEMM's rows.
+      b.add("batch_shared_weight", {b.T({2, 3, 4}, f64), b.T({4, 2}, f64)}, {}, {1});
+      b.add("batch_shared_weight_empty_k", {b.T({2, 3, 0}), b.T({0, 2})});
       return;
     case OpId::kBmm:
       b.add("f32", {b.T({2, 2, 3}), b.T({2, 3, 2})});
