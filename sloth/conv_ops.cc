@@ -56,17 +56,11 @@ Tensor conv2d_impl(In in, const Attrs& attrs) {
   const bool pointwise = kh == 1 && kw == 1 && ph == 0 && pw == 0 && eh == 0 && ew == 0 &&
                          a.stride(0) == 1 && a.stride(1) == 1;
   if (g == 1 && !pointwise) {
-    // [O, C*kk] @ cols [N, C*kk, L] -> [N, O, L]: NCHW directly (contiguous, as PyTorch's).
-    // With a bias, each sample's columns get a row of ones and the weight the bias as its
-    // last column: the GEMM adds it (no separate pass over the output), and its gradient is
-    // the weight gradient's last column.
-    WindowAttrs cw = win;
-    Tensor w2 = w.reshape({o, ckk});
-    if (in.size() > 2) {
-      cw.extra_row = WindowAttrs::kOnesRow;
-      w2 = cat({w2, in[2].reshape({o, 1})}, 1);
-    }
-    Tensor y = matmul(w2, unfold_op(x, cw)).reshape({n, o, ho, wo});
+    // One dedicated kernel (backends/cpu/conv.cc): per sample, im2col into a cache-resident
+    // buffer, one GEMM and the bias; its gradients are kernels of the same kind.
+    std::vector<Tensor> args{x, w};
+    if (in.size() > 2) args.push_back(in[2]);
+    Tensor y = call_op(OpId::kConvForward, args, win);
     return batched ? y : y.squeeze(0);
   }
   Tensor cols = pointwise ? x.reshape({n, c, h * wd}) : unfold_op(x, win);  // [N, C*kk, L]
