@@ -10,6 +10,7 @@
 // (29 MB for the CNN's second conv) outside the caches, twice per step.
 // A 1x1 window with stride 1 and no padding reads x_n / writes dx_n as the columns directly.
 #include <cblas.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -41,76 +42,109 @@ struct Conv {
   }
 };
 
-// The output columns [lo, hi) of a window row whose input column iw0 + ow * s lies in [0, w).
-inline void valid_cols(int64_t iw0, int64_t s, int64_t w, int64_t wo, int64_t& lo, int64_t& hi) {
-  lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;
-  hi = w - 1 - iw0 < 0 ? 0 : (w - 1 - iw0) / s + 1;
-  lo = std::min(lo, wo);
-  hi = std::clamp(hi, lo, wo);
+// The image zero-padded to exactly what the windows read: [C, Hp, Wp] with
+// Hp = (Ho-1)*sh + (kh-1)*dh + 1 (input rows past it are read by no window). Every column row
+// is then a plain copy of Wo elements (stride 1) with no edge tests, which short rows (the
+// CNN's 14-wide images) need: per-row memcpy calls and fills cost more than the copies.
+struct Padded {
+  int64_t hp, wp;
+  explicit Padded(const Conv& g)
+      : hp((g.ho - 1) * g.a.sh() + (g.a.kh() - 1) * g.a.dh() + 1),
+        wp((g.wo - 1) * g.a.sw() + (g.a.kw() - 1) * g.a.dw() + 1) {}
+  int64_t size(const Conv& g) const { return g.c * hp * wp; }
+};
+
+// Rows of n elements: dst = src, dst += src. AVX2 with a masked tail for float.
+inline __m256i tail_mask(int64_t rem) {
+  alignas(32) static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 8 - rem));
+}
+inline void copy_row(float* __restrict d, const float* __restrict s, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(d + k, _mm256_loadu_ps(s + k));
+  if (k < n) {
+    const __m256i m = tail_mask(n - k);
+    _mm256_maskstore_ps(d + k, m, _mm256_maskload_ps(s + k, m));
+  }
+}
+inline void add_row(float* __restrict d, const float* __restrict s, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    _mm256_storeu_ps(d + k, _mm256_add_ps(_mm256_loadu_ps(d + k), _mm256_loadu_ps(s + k)));
+  if (k < n) {
+    const __m256i m = tail_mask(n - k);
+    _mm256_maskstore_ps(d + k, m, _mm256_add_ps(_mm256_maskload_ps(d + k, m), _mm256_maskload_ps(s + k, m)));
+  }
+}
+inline void copy_row(double* __restrict d, const double* __restrict s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) d[k] = s[k];
+}
+inline void add_row(double* __restrict d, const double* __restrict s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) d[k] += s[k];
 }
 
-// cols [C*kh*kw, L] of one sample x [C, H, W] (zero padding).
+// cols [C*kh*kw, L] of one sample x [C, H, W] (zero padding), through xp [C, Hp, Wp].
 template <typename T>
-void im2col(const Conv& g, const T* x, T* cols) {
+void im2col(const Conv& g, const Padded& p, const T* x, T* xp, T* cols) {
   const WindowAttrs& a = g.a;
   const int64_t l = g.l();
-  for (int64_t ch = 0; ch < g.c; ++ch) {
-    const T* src = x + ch * g.h * g.w;
+  const int64_t rows = std::clamp<int64_t>(p.hp - a.ph(), 0, g.h);
+  const int64_t width = std::clamp<int64_t>(p.wp - a.pw(), 0, g.w);
+  std::fill(xp, xp + p.size(g), T(0));
+  for (int64_t ch = 0; ch < g.c; ++ch)
+    for (int64_t y = 0; y < rows; ++y)
+      copy_row(xp + (ch * p.hp + y + a.ph()) * p.wp + a.pw(), x + (ch * g.h + y) * g.w, width);
+  for (int64_t ch = 0; ch < g.c; ++ch)
     for (int64_t i = 0; i < a.kh(); ++i)
       for (int64_t j = 0; j < a.kw(); ++j) {
         T* row = cols + ((ch * a.kh() + i) * a.kw() + j) * l;
-        const int64_t iw0 = j * a.dw() - a.pw();
-        int64_t lo, hi;
-        valid_cols(iw0, a.sw(), g.w, g.wo, lo, hi);
+        const T* src = xp + (ch * p.hp + i * a.dh()) * p.wp + j * a.dw();
         for (int64_t oh = 0; oh < g.ho; ++oh) {
+          const T* s = src + oh * a.sh() * p.wp;
           T* r = row + oh * g.wo;
-          const int64_t ih = oh * a.sh() - a.ph() + i * a.dh();
-          if (ih < 0 || ih >= g.h) {
-            std::fill(r, r + g.wo, T(0));
-            continue;
-          }
-          const T* s = src + ih * g.w + iw0;
-          std::fill(r, r + lo, T(0));
           if (a.sw() == 1) {
-            std::memcpy(r + lo, s + lo, (hi - lo) * sizeof(T));
+            copy_row(r, s, g.wo);
           } else {
-            const int64_t st = a.sw();
-            for (int64_t ow = lo; ow < hi; ++ow) r[ow] = s[ow * st];
+            for (int64_t ow = 0; ow < g.wo; ++ow) r[ow] = s[ow * a.sw()];
           }
-          std::fill(r + hi, r + g.wo, T(0));
         }
       }
-  }
 }
 
-// dx [C, H, W] of one sample = the sum of its columns' entries (padding gets none).
+// dx [C, H, W] of one sample = the sum of its columns' entries (padding gets none), summed
+// in xp [C, Hp, Wp] and copied out (input positions no window reads get 0).
 template <typename T>
-void col2im(const Conv& g, const T* cols, T* dx) {
+void col2im(const Conv& g, const Padded& p, const T* cols, T* xp, T* dx) {
   const WindowAttrs& a = g.a;
   const int64_t l = g.l();
-  std::fill(dx, dx + g.image(), T(0));
-  for (int64_t ch = 0; ch < g.c; ++ch) {
-    T* dst = dx + ch * g.h * g.w;
+  std::fill(xp, xp + p.size(g), T(0));
+  for (int64_t ch = 0; ch < g.c; ++ch)
     for (int64_t i = 0; i < a.kh(); ++i)
       for (int64_t j = 0; j < a.kw(); ++j) {
         const T* row = cols + ((ch * a.kh() + i) * a.kw() + j) * l;
-        const int64_t iw0 = j * a.dw() - a.pw();
-        int64_t lo, hi;
-        valid_cols(iw0, a.sw(), g.w, g.wo, lo, hi);
+        T* dst = xp + (ch * p.hp + i * a.dh()) * p.wp + j * a.dw();
         for (int64_t oh = 0; oh < g.ho; ++oh) {
-          const int64_t ih = oh * a.sh() - a.ph() + i * a.dh();
-          if (ih < 0 || ih >= g.h) continue;
+          T* d = dst + oh * a.sh() * p.wp;
           const T* r = row + oh * g.wo;
-          T* d = dst + ih * g.w + iw0;
           if (a.sw() == 1) {
-            for (int64_t ow = lo; ow < hi; ++ow) d[ow] += r[ow];
+            add_row(d, r, g.wo);
           } else {
-            const int64_t st = a.sw();
-            for (int64_t ow = lo; ow < hi; ++ow) d[ow * st] += r[ow];
+            for (int64_t ow = 0; ow < g.wo; ++ow) d[ow * a.sw()] += r[ow];
           }
         }
       }
-  }
+  const int64_t rows = std::clamp<int64_t>(p.hp - a.ph(), 0, g.h);
+  const int64_t width = std::clamp<int64_t>(p.wp - a.pw(), 0, g.w);
+  for (int64_t ch = 0; ch < g.c; ++ch)
+    for (int64_t y = 0; y < g.h; ++y) {
+      T* d = dx + (ch * g.h + y) * g.w;
+      if (y >= rows) {
+        std::fill(d, d + g.w, T(0));
+        continue;
+      }
+      copy_row(d, xp + (ch * p.hp + y + a.ph()) * p.wp + a.pw(), width);
+      std::fill(d + width, d + g.w, T(0));
+    }
 }
 
 // Row-major C[m, n] = A[m, k] B[k, n] (+ beta C), single-threaded (inside a pool task).
@@ -124,14 +158,24 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
     cblas_dgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
-// This thread's column buffer, grown to `n` elements and kept (no allocation per call once
-// the largest convolution has run).
+// This thread's buffers (the columns, then the padded image), grown to `n` elements and
+// kept: no allocation per call once the largest convolution has run.
 template <typename T>
-T* columns(int64_t n) {
+T* scratch_buffer(int64_t n) {
   thread_local std::vector<T> buf;
   if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
   return buf.data();
 }
+template <typename T>
+struct Buffers {
+  T* cols = nullptr;
+  T* xp = nullptr;
+  Buffers(const Conv& g, const Padded& p) {
+    if (g.direct()) return;
+    cols = scratch_buffer<T>(g.ckk() * g.l() + p.size(g));
+    xp = cols + g.ckk() * g.l();
+  }
+};
 
 DeviceData contiguous(Env& env, int slot) {
   DeviceData d = env.get(slot);
@@ -146,12 +190,14 @@ void prepare_blas() {
 template <typename T>
 void forward(const Conv& g, const T* x, const T* w, const T* b, T* y) {
   const int64_t l = g.l(), ckk = g.ckk();
+  const Padded p(g);
   parallel_for(g.n, g.grain(), [&](int64_t n0, int64_t n1) {
-    T* cols = g.direct() ? nullptr : columns<T>(ckk * l);
+    const Buffers<T> buf(g, p);
+    T* cols = buf.cols;
     for (int64_t s = n0; s < n1; ++s) {
       const T* xs = x + s * g.image();
       T* ys = y + s * g.o * l;
-      if (!g.direct()) im2col(g, xs, cols);
+      if (!g.direct()) im2col(g, p, xs, buf.xp, cols);
       if (b != nullptr)
         for (int64_t oc = 0; oc < g.o; ++oc) std::fill(ys + oc * l, ys + (oc + 1) * l, b[oc]);
       gemm<T>(false, false, g.o, l, ckk, w, ckk, g.direct() ? xs : cols, l,
@@ -163,13 +209,15 @@ void forward(const Conv& g, const T* x, const T* w, const T* b, T* y) {
 template <typename T>
 void input_grad(const Conv& g, const T* dy, const T* w, T* dx) {
   const int64_t l = g.l(), ckk = g.ckk();
+  const Padded p(g);
   parallel_for(g.n, g.grain(), [&](int64_t n0, int64_t n1) {
-    T* cols = g.direct() ? nullptr : columns<T>(ckk * l);
+    const Buffers<T> buf(g, p);
+    T* cols = buf.cols;
     for (int64_t s = n0; s < n1; ++s) {
       const T* dys = dy + s * g.o * l;
       T* dxs = dx + s * g.image();
       gemm<T>(true, false, ckk, l, g.o, w, ckk, dys, l, T(0), g.direct() ? dxs : cols, l);
-      if (!g.direct()) col2im(g, cols, dxs);
+      if (!g.direct()) col2im(g, p, cols, buf.xp, dxs);
     }
   });
 }
@@ -177,6 +225,7 @@ void input_grad(const Conv& g, const T* dy, const T* w, T* dx) {
 template <typename T>
 void weight_grad(Env& env, const Conv& g, const T* dy, const T* x, T* dw) {
   const int64_t l = g.l(), ckk = g.ckk(), size = g.o * ckk;
+  const Padded p(g);
   // Fixed sample ranges, one accumulator each: range 0 writes dw, the others scratch.
   const int64_t parts =
       std::clamp<int64_t>(std::min<int64_t>(num_threads(), g.n / g.grain()), 1, g.n);
@@ -184,13 +233,14 @@ void weight_grad(Env& env, const Conv& g, const T* dy, const T* x, T* dw) {
   if (parts > 1) scratch = env.alloc({parts - 1, size}, std::is_same_v<T, float> ? kFloat32 : kFloat64);
   T* acc0 = parts > 1 ? scratch.data<T>() : nullptr;
   parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-    T* cols = g.direct() ? nullptr : columns<T>(ckk * l);
+    const Buffers<T> buf(g, p);
+    T* cols = buf.cols;
     for (int64_t q = q0; q < q1; ++q) {
       T* acc = q == 0 ? dw : acc0 + (q - 1) * size;
       const int64_t s0 = g.n * q / parts, s1 = g.n * (q + 1) / parts;
       for (int64_t s = s0; s < s1; ++s) {
         const T* xs = x + s * g.image();
-        if (!g.direct()) im2col(g, xs, cols);
+        if (!g.direct()) im2col(g, p, xs, buf.xp, cols);
         gemm<T>(false, true, g.o, ckk, l, dy + s * g.o * l, l, g.direct() ? xs : cols, l,
                 s == s0 ? T(0) : T(1), acc, ckk);
       }
