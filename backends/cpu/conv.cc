@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cpu/blas_core.h"
+#include "backends/cpu/conv_gemm.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/op_attrs.h"
@@ -187,8 +188,9 @@ void prepare_blas() {
   blas_single_threaded();
 }
 
+// wt: W^T [CKK, O] for conv_gemm (float on AVX-512), else null (OpenBLAS).
 template <typename T>
-void forward(const Conv& g, const T* x, const T* w, const T* b, T* y) {
+void forward(const Conv& g, const T* x, const T* w, const T* wt, const T* b, T* y) {
   const int64_t l = g.l(), ckk = g.ckk();
   const Padded p(g);
   parallel_for(g.n, g.grain(), [&](int64_t n0, int64_t n1) {
@@ -198,10 +200,16 @@ void forward(const Conv& g, const T* x, const T* w, const T* b, T* y) {
       const T* xs = x + s * g.image();
       T* ys = y + s * g.o * l;
       if (!g.direct()) im2col(g, p, xs, buf.xp, cols);
+      const T* bs = g.direct() ? xs : cols;
+      if constexpr (std::is_same_v<T, float>) {
+        if (wt != nullptr) {
+          conv_gemm(g.o, l, ckk, wt, g.o, bs, l, ys, l, b);
+          continue;
+        }
+      }
       if (b != nullptr)
         for (int64_t oc = 0; oc < g.o; ++oc) std::fill(ys + oc * l, ys + (oc + 1) * l, b[oc]);
-      gemm<T>(false, false, g.o, l, ckk, w, ckk, g.direct() ? xs : cols, l,
-              b != nullptr ? T(1) : T(0), ys, l);
+      gemm<T>(false, false, g.o, l, ckk, w, ckk, bs, l, b != nullptr ? T(1) : T(0), ys, l);
     }
   });
 }
@@ -216,7 +224,15 @@ void input_grad(const Conv& g, const T* dy, const T* w, T* dx) {
     for (int64_t s = n0; s < n1; ++s) {
       const T* dys = dy + s * g.o * l;
       T* dxs = dx + s * g.image();
-      gemm<T>(true, false, ckk, l, g.o, w, ckk, dys, l, T(0), g.direct() ? dxs : cols, l);
+      T* dc = g.direct() ? dxs : cols;
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) {
+        if (conv_gemm_available()) {  // W [O, CKK] is already the transposed left operand
+          conv_gemm(ckk, l, g.o, w, ckk, dys, l, dc, l, nullptr);
+          done = true;
+        }
+      }
+      if (!done) gemm<T>(true, false, ckk, l, g.o, w, ckk, dys, l, T(0), dc, l);
       if (!g.direct()) col2im(g, p, cols, buf.xp, dxs);
     }
   });
@@ -274,9 +290,19 @@ absl::Status run_conv_forward(Env& env, const Instr& in) {
   DeviceData& y = env.alloc_to(in.out, in.shape, in.dtype);
   if (numel(in.shape) == 0) return absl::OkStatus();
   prepare_blas();
+  // conv_gemm reads W transposed: [CKK, O], once per call (shared by the tasks).
+  DeviceData wt;
+  if (in.dtype == DType::kFloat32 && conv_gemm_available()) {
+    wt = env.alloc({g.ckk(), g.o}, in.dtype);
+    const float* src = w.data<float>();
+    float* dst = wt.data<float>();
+    for (int64_t oc = 0; oc < g.o; ++oc)
+      for (int64_t k = 0; k < g.ckk(); ++k) dst[k * g.o + oc] = src[oc * g.ckk() + k];
+  }
   return by_dtype(in.dtype, [&](auto z) {
     using T = decltype(z);
-    forward<T>(g, x.data<T>(), w.data<T>(), b.storage ? b.data<T>() : nullptr, y.data<T>());
+    forward<T>(g, x.data<T>(), w.data<T>(), wt.storage ? wt.data<T>() : nullptr,
+               b.storage ? b.data<T>() : nullptr, y.data<T>());
   });
 }
 
