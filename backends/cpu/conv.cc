@@ -60,11 +60,10 @@ inline __m256i tail_mask(int64_t rem) {
   alignas(32) static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 8 - rem));
 }
+// Masked throughout: GCC turns a plain vector copy loop back into a memmove call.
 inline void copy_row(float* __restrict d, const float* __restrict s, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(d + k, _mm256_loadu_ps(s + k));
-  if (k < n) {
-    const __m256i m = tail_mask(n - k);
+  for (int64_t k = 0; k < n; k += 8) {
+    const __m256i m = tail_mask(std::min<int64_t>(8, n - k));
     _mm256_maskstore_ps(d + k, m, _mm256_maskload_ps(s + k, m));
   }
 }
