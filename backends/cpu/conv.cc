@@ -55,29 +55,31 @@ struct Padded {
   int64_t size(const Conv& g) const { return g.c * hp * wp; }
 };
 
-// Rows of n elements: dst = src, dst += src. AVX2 with a masked tail for float.
-inline __m256i tail_mask(int64_t rem) {
-  alignas(32) static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 8 - rem));
-}
-// Masked throughout: GCC turns a plain vector copy loop back into a memmove call.
+// Rows of n elements: dst = src, dst += src; 8-wide AVX2 with a scalar tail for float
+// (vmaskmovps is microcoded on AMD: masked tails made im2col half as slow as the GEMM).
 inline void copy_row(float* __restrict d, const float* __restrict s, int64_t n) {
-  for (int64_t k = 0; k < n; k += 8) {
-    const __m256i m = tail_mask(std::min<int64_t>(8, n - k));
-    _mm256_maskstore_ps(d + k, m, _mm256_maskload_ps(s + k, m));
-  }
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(d + k, _mm256_loadu_ps(s + k));
+  for (; k < n; ++k) d[k] = s[k];
+}
+// The same, but whole 8-wide vectors: it reads and writes up to 7 elements past the row.
+// For column rows written in increasing order (the next row overwrites the overrun) into a
+// buffer with kSlack elements to spare, from a source with as many readable.
+constexpr int64_t kSlack = 8;
+inline void copy_row_over(float* __restrict d, const float* __restrict s, int64_t n) {
+  for (int64_t k = 0; k < n; k += 8) _mm256_storeu_ps(d + k, _mm256_loadu_ps(s + k));
 }
 inline void add_row(float* __restrict d, const float* __restrict s, int64_t n) {
   int64_t k = 0;
   for (; k + 8 <= n; k += 8)
     _mm256_storeu_ps(d + k, _mm256_add_ps(_mm256_loadu_ps(d + k), _mm256_loadu_ps(s + k)));
-  if (k < n) {
-    const __m256i m = tail_mask(n - k);
-    _mm256_maskstore_ps(d + k, m, _mm256_add_ps(_mm256_maskload_ps(d + k, m), _mm256_maskload_ps(s + k, m)));
-  }
+  for (; k < n; ++k) d[k] += s[k];
 }
 inline void copy_row(double* __restrict d, const double* __restrict s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) d[k] = s[k];
+}
+inline void copy_row_over(double* __restrict d, const double* __restrict s, int64_t n) {
+  copy_row(d, s, n);
 }
 inline void add_row(double* __restrict d, const double* __restrict s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) d[k] += s[k];
@@ -103,7 +105,7 @@ void im2col(const Conv& g, const Padded& p, const T* x, T* xp, T* cols) {
           const T* s = src + oh * a.sh() * p.wp;
           T* r = row + oh * g.wo;
           if (a.sw() == 1) {
-            copy_row(r, s, g.wo);
+            copy_row_over(r, s, g.wo);
           } else {
             for (int64_t ow = 0; ow < g.wo; ++ow) r[ow] = s[ow * a.sw()];
           }
@@ -172,8 +174,8 @@ struct Buffers {
   T* xp = nullptr;
   Buffers(const Conv& g, const Padded& p) {
     if (g.direct()) return;
-    cols = scratch_buffer<T>(g.ckk() * g.l() + p.size(g));
-    xp = cols + g.ckk() * g.l();
+    cols = scratch_buffer<T>(g.ckk() * g.l() + p.size(g) + 2 * kSlack);
+    xp = cols + g.ckk() * g.l() + kSlack;
   }
 };
 
