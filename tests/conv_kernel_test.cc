@@ -1,7 +1,8 @@
 // conv2d's dedicated kernels (ConvForward, ConvInputGrad, ConvWeightGrad; backends/cpu/conv.cc)
 // against PyTorch 1.13 (values in conv_kernel_test_values.inc, from
 // conv_kernel_test_values.py): stride 2 on odd sizes, "same" with dilation, unbatched,
-// batch 1, bias or none, first and second order; a batch large enough to split across the
+// batch 1, bias or none, first and second order, conv_transpose2d (the input gradient
+// kernel); a batch large enough to split across the
 // pool against the unfold + matmul formulation. gradcheck_test covers the three ops'
 // samples (first and second order) against the reference kernels.
 #include <cmath>
@@ -99,6 +100,18 @@ TEST(ConvKernel, SecondOrderMatchesPyTorch) {
   expect_values(x.grad(), kSecond_x);
   expect_values(w.grad(), kSecond_w);
   expect_values(gy.grad(), kSecond_gy);
+}
+
+TEST(ConvKernel, ConvTranspose2dIsTheInputGradientKernel) {
+  Tensor x = param(seq({2, 3, 4, 3}, sin_, 0.37)), w = param(seq({3, 2, 3, 2}, cos_, 0.23, 0.5));
+  Tensor b = param(tensor({0.5, -0.25}, {2}, TensorOptions().dtype(kFloat64)));
+  Tensor y = conv_transpose2d(x, w, b, {2, 2}, {1, 1}, {1, 1}, 1, {1, 2});
+  EXPECT_NE(dump_plan({y}).find("conv_input_grad"), std::string::npos);
+  expect_values(y, kTransposed_y);
+  (y * seq(y.shape(), cos_, 0.11)).sum().backward();
+  expect_values(x.grad(), kTransposed_gx);
+  expect_values(w.grad(), kTransposed_gw);
+  expect_values(b.grad(), kTransposed_gb);
 }
 
 TEST(ConvKernel, ForwardIsOneConvKernelWithoutColumnsOfTheBatch) {

@@ -38,4 +38,15 @@ out.append("// Second: conv2d x[2,2,5,4] w[3,2,3,3] stride 2 padding 1; gy requi
            "L = sum(gx * u) + sum(gw * v), grads of L")
 out.extend([fmt("kSecond_gx", gx), fmt("kSecond_gw", gw), fmt("kSecond_x", x.grad),
             fmt("kSecond_w", w.grad), fmt("kSecond_gy", gy.grad)])
+# conv_transpose2d without groups (one ConvInputGrad kernel): stride 2, output_padding 1, bias.
+x = seq([2,3,4,3], math.sin, 0.37).requires_grad_()
+w = seq([3,2,3,2], math.cos, 0.23, 0.5).requires_grad_()
+b = torch.tensor([0.5, -0.25]).requires_grad_()
+y = F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, dilation=(1, 2))
+gy = seq(list(y.shape), math.cos, 0.11)
+(y*gy).sum().backward()
+out.append("// Transposed: conv_transpose2d x[2,3,4,3] w[3,2,3,2] b stride 2 padding 1 "
+           "output_padding 1 dilation (1,2); y " + str(list(y.shape)))
+out.extend([fmt("kTransposed_y", y), fmt("kTransposed_gx", x.grad), fmt("kTransposed_gw", w.grad),
+            fmt("kTransposed_gb", b.grad)])
 print("\n".join(out))
