@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/conv_rules.h"  // convolution and pooling
+#include "core/conv_kernel_rules.h"  // convolution kernels
 #include "core/rule_helpers.h"
 #include "core/sequence_rules.h"  // attention and sequence ops
 #include "core/error.h"

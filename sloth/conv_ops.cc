@@ -1,8 +1,9 @@
 // Convolution and pooling: the public functions (LibTorch's signatures) and the
-// decompositions of the Conv/Pool composites (core/ops.def). Everything is written with
-// Unfold/Fold (im2col/col2im, one kernel each) plus matmul and reductions, so autograd
-// differentiates through the parts and fusion puts a conv's bias (and what follows at the
-// same shape) into the GEMM's epilogue.
+// decompositions of the Conv/Pool composites (core/ops.def). conv2d (and conv1d through it)
+// without groups is one ConvForward kernel, conv_transpose2d without groups one
+// ConvInputGrad (backends/cpu/conv.cc: per-sample columns in a cache-resident buffer); grouped
+// and pointwise convolutions and the pooling ops are written with Unfold/Fold (im2col/col2im,
+// one kernel each) plus matmul and reductions, so autograd differentiates through the parts.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -56,17 +57,11 @@ Tensor conv2d_impl(In in, const Attrs& attrs) {
   const bool pointwise = kh == 1 && kw == 1 && ph == 0 && pw == 0 && eh == 0 && ew == 0 &&
                          a.stride(0) == 1 && a.stride(1) == 1;
   if (g == 1 && !pointwise) {
-    // [O, C*kk] @ cols [N, C*kk, L] -> [N, O, L]: NCHW directly (contiguous, as PyTorch's).
-    // With a bias, each sample's columns get a row of ones and the weight the bias as its
-    // last column: the GEMM adds it (no separate pass over the output), and its gradient is
-    // the weight gradient's last column.
-    WindowAttrs cw = win;
-    Tensor w2 = w.reshape({o, ckk});
-    if (in.size() > 2) {
-      cw.extra_row = WindowAttrs::kOnesRow;
-      w2 = cat({w2, in[2].reshape({o, 1})}, 1);
-    }
-    Tensor y = matmul(w2, unfold_op(x, cw)).reshape({n, o, ho, wo});
+    // One dedicated kernel (backends/cpu/conv.cc): per sample, im2col into a cache-resident
+    // buffer, one GEMM and the bias; its gradients are kernels of the same kind.
+    std::vector<Tensor> args{x, w};
+    if (in.size() > 2) args.push_back(in[2]);
+    Tensor y = call_op(OpId::kConvForward, args, win);
     return batched ? y : y.squeeze(0);
   }
   Tensor cols = pointwise ? x.reshape({n, c, h * wd}) : unfold_op(x, win);  // [N, C*kk, L]
@@ -105,15 +100,14 @@ Tensor conv_transpose2d_impl(In in, const Attrs& attrs) {
                                   a.padding(1), a.stride(0), a.stride(1));
   const int64_t oph = a.output_padding(0), opw = a.output_padding(1);
   if (g == 1 && oph < a.stride(0) && opw < a.stride(1)) {
-    // One GEMM over the batch, [O*kk, C] @ x as [C, N*H*W], folded from the [C*kk, N*L]
-    // layout: the weight gradient is one GEMM too (not N products summed).
-    WindowAttrs bi = win0;
-    bi.batch_inner = true;
-    Tensor xs = x.reshape({n, c, h * wd}).permute({1, 0, 2}).reshape({c, n * h * wd});
-    Tensor cols2 = matmul(w.reshape({c, og * kk}).t(), xs);
+    // conv_transpose2d is conv2d's input gradient with the weight [C, O, kh, kw] read as a
+    // conv weight [O' = C, C' = O, kh, kw]: the same dedicated kernel (backends/cpu/conv.cc),
+    // and its gradients are the conv kernels too.
     const int64_t ho = (h - 1) * a.stride(0) - 2 * a.padding(0) + a.dilation(0) * (kh - 1) + 1 + oph;
     const int64_t wo = (wd - 1) * a.stride(1) - 2 * a.padding(1) + a.dilation(1) * (kw - 1) + 1 + opw;
-    Tensor y = fold_op(cols2, bi, ho, wo);
+    WindowAttrs win = win0;
+    win.output_size = {ho, wo};
+    Tensor y = call_op(OpId::kConvInputGrad, {x, w}, win);
     if (in.size() > 2) y = y + in[2].reshape({o, 1, 1});
     return batched ? y : y.squeeze(0);
   }

@@ -67,6 +67,52 @@ Grads cumsum_grad(const FormulaArgs& a) {
   return {ptr(sum(g, {dim}, true) - cumsum(g, dim) + g)};
 }
 
+// ---- convolution kernels ----
+// conv_forward is bilinear in (x, w); its two gradient kernels are the adjoints of its two
+// linear maps, so each op's derivative is written with the three ops (and is differentiable
+// again): y = conv(x, w): dx = input_grad(dy, w), dw = weight_grad(dy, x);
+// dx = input_grad(dy, w): d/ddy = conv(u, w), d/dw = weight_grad(dy, u);
+// dw = weight_grad(dy, x): d/ddy = conv(x, u), d/dx = input_grad(dy, u).
+Tensor conv_input_grad_op(const Tensor& dy, const Tensor& w, WindowAttrs a, const Shape& img) {
+  a.output_size = {img[2], img[3]};
+  return call_op(OpId::kConvInputGrad, {dy, w}, a);
+}
+Tensor conv_weight_grad_op(const Tensor& dy, const Tensor& x, WindowAttrs a) {
+  a.output_size.clear();
+  return call_op(OpId::kConvWeightGrad, {dy, x}, a);
+}
+Tensor conv_forward_op(const Tensor& x, const Tensor& w, WindowAttrs a) {
+  a.output_size.clear();
+  return call_op(OpId::kConvForward, {x, w}, a);
+}
+Grads conv_forward_grad(const FormulaArgs& a) {
+  const Tensor g(a.grad);
+  const WindowAttrs w = WindowAttrs::of(a.attrs);
+  Grads r(a.inputs.size());
+  if (a.needs[0]) r[0] = conv_input_grad_op(g, Tensor(a.inputs[1]), w, a.input_info[0].shape).impl();
+  if (a.needs[1]) r[1] = conv_weight_grad_op(g, Tensor(a.inputs[0]), w).impl();
+  // Over the contiguous H*W first, then the batch: one reduction over {0, 2, 3} walks the
+  // gradient with a stride and took longer than the convolution's GEMMs (layer 1 of the CNN).
+  if (a.inputs.size() > 2 && a.needs[2]) r[2] = sum(sum(g, {2, 3}), {0}).impl();
+  return r;
+}
+Grads conv_input_grad_grad(const FormulaArgs& a) {
+  const Tensor u(a.grad);
+  const WindowAttrs w = WindowAttrs::of(a.attrs);
+  Grads r(2);
+  if (a.needs[0]) r[0] = conv_forward_op(u, Tensor(a.inputs[1]), w).impl();
+  if (a.needs[1]) r[1] = conv_weight_grad_op(Tensor(a.inputs[0]), u, w).impl();
+  return r;
+}
+Grads conv_weight_grad_grad(const FormulaArgs& a) {
+  const Tensor u(a.grad);
+  const WindowAttrs w = WindowAttrs::of(a.attrs);
+  Grads r(2);
+  if (a.needs[0]) r[0] = conv_forward_op(Tensor(a.inputs[1]), u, w).impl();
+  if (a.needs[1]) r[1] = conv_input_grad_op(Tensor(a.inputs[0]), u, w, a.input_info[1].shape).impl();
+  return r;
+}
+
 }  // namespace
 
 autograd::Formula kernel_op_formula(OpId op) {
@@ -77,6 +123,10 @@ autograd::Formula kernel_op_formula(OpId op) {
     // ---- attention and sequence ops ----
     case OpId::kSdpa: return sdpa_grad;
     case OpId::kCumsum: return cumsum_grad;
+    // ---- convolution kernels ----
+    case OpId::kConvForward: return conv_forward_grad;
+    case OpId::kConvInputGrad: return conv_input_grad_grad;
+    case OpId::kConvWeightGrad: return conv_weight_grad_grad;
     default: return nullptr;
   }
 }

@@ -72,6 +72,23 @@ void ensure_blas_core() {
   std::call_once(once, select_core);
 }
 
+// OpenBLAS's thread count (weak: absent with another BLAS, then nothing changes).
+extern "C" {
+void openblas_set_num_threads(int) __attribute__((weak));
+}
+
+// sloth's pool owns the threads: OpenBLAS runs single-threaded and large GEMMs are split
+// across the pool (matmul.cc's gemm), batches of small ones go one per task (run_matmul,
+// conv.cc). OpenBLAS's own workers spin and yield between calls, taking the cores from the
+// pool's threads: on the CNN training step at 2 threads that was ~10% of the time in the
+// scheduler.
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+  });
+}
+
 const char* blas_core_name() { return openblas_get_corename ? openblas_get_corename() : ""; }
 
 }  // namespace sloth::cpu

@@ -9,6 +9,10 @@ namespace sloth::cpu {
 // once); does nothing with a BLAS that lacks OpenBLAS's dynamic-arch entry points.
 void ensure_blas_core();
 
+// Holds OpenBLAS at one thread (once): sloth's pool splits the work and calls the BLAS
+// from its tasks.
+void blas_single_threaded();
+
 // The BLAS's core name now ("Cooperlake", "Haswell", ...), or "" when it cannot say.
 const char* blas_core_name();
 

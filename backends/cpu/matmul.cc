@@ -100,22 +100,6 @@ void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
   }
 }
 
-// OpenBLAS's thread count (weak: absent with another BLAS, then nothing changes).
-extern "C" {
-void openblas_set_num_threads(int) __attribute__((weak));
-}
-
-// sloth's pool owns the threads: OpenBLAS runs single-threaded and large GEMMs are split
-// across the pool (gemm below), batches of small ones go one per task (run_matmul). OpenBLAS's
-// own workers spin and yield between calls, taking the cores from the pool's threads: on the
-// CNN training step at 2 threads that was ~10% of the time in the scheduler.
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (openblas_set_num_threads) openblas_set_num_threads(1);
-  });
-}
-
 template <typename T>
 void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
               const T* b, int64_t ldb, T* c, int64_t ldc) {

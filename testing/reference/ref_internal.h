@@ -42,5 +42,7 @@ absl::StatusOr<Values> eval_index(const Ctx& c);      // Index ops, Cat, Stack, 
 absl::StatusOr<Values> eval_kernel(const Ctx& c);     // Kernel ops (ref_kernel.cc)
 // ---- convolution and pooling ----
 absl::StatusOr<Values> eval_conv(const Ctx& c);       // unfold, fold, conv*, *pool2d (ref_conv.cc)
+// ---- convolution kernels ----
+absl::StatusOr<Values> eval_conv_kernel(const Ctx& c);  // conv_forward and its gradients (ref_conv_kernel.cc)
 
 }  // namespace sloth::ref

@@ -134,6 +134,9 @@ absl::StatusOr<Values> eval_kernel(const Ctx& c) {
     }
     case OpId::kTril: return tri(c, true);
     case OpId::kTriu: return tri(c, false);
+    // ---- convolution kernels ----
+    case OpId::kConvForward: case OpId::kConvInputGrad: case OpId::kConvWeightGrad:
+      return eval_conv_kernel(c);
     default: return invalid("%s: no reference kernel", op_name(c.op));
   }
 }

@@ -53,6 +53,10 @@ void kernel_samples(Builder& b, OpId op) {
       b.add("i64", {b.T({3, 3}, i64)}, TriAttrs{.diagonal = 1});
       b.add("bool", {b.T({2, 3}, b8)}, TriAttrs{});
       return;
+    // ---- convolution kernels ----
+    case OpId::kConvForward: case OpId::kConvInputGrad: case OpId::kConvWeightGrad:
+      conv_kernel_samples(b, op);
+      return;
     default: return;
   }
 }

@@ -106,5 +106,7 @@ void inplace_samples(Builder& b, OpId op);
 void kernel_samples(Builder& b, OpId op);       // Kernel ops (op_samples_kernel.cc)
 // ---- convolution and pooling ----
 void conv_samples(Builder& b, OpId op);         // unfold, fold, conv*, *pool2d (op_samples_conv.cc)
+// ---- convolution kernels ----
+void conv_kernel_samples(Builder& b, OpId op);  // conv_forward and its gradients (op_samples_conv_kernel.cc)
 
 }  // namespace sloth::samples
