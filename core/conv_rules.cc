@@ -277,4 +277,12 @@ absl::Status rule_adaptive_pool(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   return absl::OkStatus();
 }
 
+// ---- pooling (Kernel) ----
+absl::Status rule_max_pool_indices(OpId, Metas in, Attrs& a, OutputMeta* out) {
+  // Reached through max_pool2d (and max_pool2d_with_indices): its errors, its name.
+  SLOTH_RETURN_IF_ERROR(rule_pool(OpId::kMaxPool2d, in, a, out));
+  out->dtype = DType::kInt64;
+  return absl::OkStatus();
+}
+
 }  // namespace sloth

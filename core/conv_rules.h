@@ -22,4 +22,9 @@ absl::Status rule_adaptive_pool(OpId op, absl::Span<const TensorMeta> in, Attrs&
 int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
                       bool ceil_mode);
 
+// ---- pooling (Kernel) ----
+// MaxPool2dIndices: max_pool2d's shape and checks (errors name max_pool2d), int64 result.
+absl::Status rule_max_pool_indices(OpId op, absl::Span<const TensorMeta> in, Attrs& a,
+                                   OutputMeta* out);
+
 }  // namespace sloth

@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nvrtc_compile.h"
 #include "backends/cuda/window_source.h"  // convolution and pooling
+#include "backends/cuda/pool_source.h"  // pooling: max_pool2d's argmax
 #include "gtest/gtest.h"
 #include "lazy/graph.h"
 #include "lazy/lowering.h"
@@ -169,6 +170,11 @@ TEST(CudaNvrtc, WindowKernelsCompileToPtx) {
     expect_ptx(cuda::unfold_source(d));
     expect_ptx(cuda::fold_source(d));
   }
+}
+
+// ---- pooling: max_pool2d's argmax (MaxPool2dIndices) ----
+TEST(CudaNvrtc, MaxPoolIndicesKernelCompilesToPtx) {
+  for (DType d : {DType::kFloat32, DType::kFloat64}) expect_ptx(cuda::max_pool_indices_source(d));
 }
 
 TEST(CudaDevice, ReportsWhyItIsUnavailable) {
