@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(256) $NAME(const __grid_constant__ 
     while (ih0 < 0) ih0 += dh;
     while (iw0 < 0) iw0 += dw;
     i64 best = ih0 * w + iw0;
-    T m = -(T)INFINITY;
+    T m = (T)(-__int_as_float(0x7f800000));  // -inf (NVRTC has no INFINITY)
     for (i64 ih = ih0; ih < ih1; ih += dh)
       for (i64 iw = iw0; iw < iw1; iw += dw) {
         const T v = x[ih * w + iw];
