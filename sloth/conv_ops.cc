@@ -170,17 +170,16 @@ PoolCols pool_cols(const Tensor& x4, const PoolAttrs& a, double pad) {
   return r;
 }
 
-// The values at the argmax positions (MaxPool2dIndices, one pass over the input): a gather
-// from the [N, C, H*W] planes, so the gradient is gather's scatter_add onto the first maximum
-// of each window (PyTorch's max_pool2d backward) and no window columns are ever written.
+// The values at the argmax positions (MaxPool2dIndices, one pass over the input): a plane-wise
+// gather (MaxPool2dGather), whose gradient is the plane-wise scatter onto the first maximum of
+// each window (PyTorch's max_pool2d backward); no window columns are ever written.
 std::tuple<Tensor, Tensor> max_pool_values_indices(const Tensor& input, const Attrs& attrs) {
   // A rank other than 3 or 4 reaches the rule as it is (its error shows the caller's shape).
   const bool batched = input.dim() != 3;
   Tensor x = batched ? input : input.unsqueeze(0);
   Tensor idx = call_op(OpId::kMaxPool2dIndices, {x}, attrs);
   const int64_t n = x.size(0), c = x.size(1), ho = idx.size(2), wo = idx.size(3);
-  Tensor y = gather(x.reshape({n, c, x.size(2) * x.size(3)}), 2, idx.reshape({n, c, ho * wo}))
-                 .reshape({n, c, ho, wo});
+  Tensor y = call_op(OpId::kMaxPool2dGather, {x, idx});
   if (!batched) return {y.squeeze(0), idx.squeeze(0)};
   return {y, idx};
 }

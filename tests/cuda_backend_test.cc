@@ -174,7 +174,11 @@ TEST(CudaNvrtc, WindowKernelsCompileToPtx) {
 
 // ---- pooling: max_pool2d's argmax (MaxPool2dIndices) ----
 TEST(CudaNvrtc, MaxPoolIndicesKernelCompilesToPtx) {
-  for (DType d : {DType::kFloat32, DType::kFloat64}) expect_ptx(cuda::max_pool_indices_source(d));
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    expect_ptx(cuda::max_pool_indices_source(d));
+    expect_ptx(cuda::max_pool_plane_source(d, false));
+    expect_ptx(cuda::max_pool_plane_source(d, true));
+  }
 }
 
 TEST(CudaDevice, ReportsWhyItIsUnavailable) {

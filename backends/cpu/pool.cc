@@ -2,13 +2,15 @@
 // one int64 per output window: the flat in-plane index h*W+w of its maximum, exactly as
 // PyTorch 1.13's cpu_max_pool (the first maximum in window order; a NaN always takes over,
 // so the last NaN of a window wins; a window of -inf answers its first in-bounds position).
-// Planes (N*C of them) run in the thread pool.
+// Planes (N*C of them) run in the thread pool. Also the plane-wise gather and scatter that
+// turn those indices into max_pool2d's values and gradient (MaxPool2dGather/Scatter).
 //
 // Where a window lies inside the input (every output but the border ones), the loop over
 // output columns is branch-free (selects, no data-dependent jumps): random data would
 // mispredict half of the comparisons otherwise, and GCC vectorizes it for the common kernel
 // sizes (2x2, 3x3 with stride 1 or 2).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,6 +18,7 @@
 
 #include <immintrin.h>
 
+#include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/thread_pool.h"
@@ -202,8 +205,76 @@ absl::Status run_max_pool_indices(Env& env, const Instr& in) {
   return absl::OkStatus();
 }
 
+// ---- the values at the indices and their adjoint, plane by plane -------------------------
+// MaxPool2dGather: out[p, j] = x[p, idx[p, j]]; MaxPool2dScatter: out[p] = 0, then
+// out[p, idx[p, j]] += g[p, j] in j order. Planes (N*C) run in the pool. An index outside its
+// plane is never followed: it is reported (after the pass) as the op's error.
+const DeviceData& contiguous(Env& env, const DeviceData& x, DeviceData& keep) {
+  return x.is_contiguous() ? x : (keep = make_contiguous(env, x, x.dtype));
+}
+
+absl::Status bad_index(const Instr& in, const int64_t* idx, int64_t n, int64_t plane) {
+  for (int64_t i = 0; i < n; ++i)
+    if (static_cast<uint64_t>(idx[i]) >= static_cast<uint64_t>(plane))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: index %d is out of range for a plane of %d elements (valid: 0 to %d)",
+          op_name(in.op), idx[i], plane, plane - 1));
+  return absl::OkStatus();
+}
+
+template <bool kScatter>
+absl::Status run_plane_index(Env& env, const Instr& in) {
+  DeviceData kv, ki;
+  const DeviceData& v = contiguous(env, env.get(in.in[0]), kv);  // x (gather) or g (scatter)
+  const DeviceData& ix = contiguous(env, env.get(in.in[1]), ki);
+  DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
+  const Shape& big = kScatter ? in.shape : v.layout.shape;  // the [N, C, H, W] side
+  const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
+  const int64_t l = planes > 0 ? ix.numel() / planes : 0;
+  if (planes == 0) return absl::OkStatus();
+  const int64_t* pi = ix.data<int64_t>();
+  std::atomic<bool> bad{false};
+  visit_dtype(in.dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* pv = v.data<T>();
+      T* po = out.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kParallelThreshold / std::max<int64_t>(hw + l, 1));
+      parallel_for(planes, grain, [&](int64_t b, int64_t e) {
+        bool local = false;
+        for (int64_t p = b; p < e; ++p) {
+          const int64_t* ip = pi + p * l;
+          if constexpr (kScatter) {
+            T* o = po + p * hw;
+            const T* g = pv + p * l;
+            std::fill_n(o, hw, T(0));
+            for (int64_t j = 0; j < l; ++j) {
+              const bool ok = static_cast<uint64_t>(ip[j]) < static_cast<uint64_t>(hw);
+              local |= !ok;
+              o[ok ? ip[j] : 0] += ok ? g[j] : T(0);
+            }
+          } else {
+            const T* x = pv + p * hw;
+            T* o = po + p * l;
+            for (int64_t j = 0; j < l; ++j) {
+              const bool ok = static_cast<uint64_t>(ip[j]) < static_cast<uint64_t>(hw);
+              local |= !ok;
+              o[j] = x[ok ? ip[j] : 0];
+            }
+          }
+        }
+        if (local) bad.store(true, std::memory_order_relaxed);
+      });
+    }
+  });
+  if (bad.load()) return bad_index(in, pi, ix.numel(), hw);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 SLOTH_CPU_OP_KERNEL(kMaxPool2dIndices, run_max_pool_indices);
+SLOTH_CPU_OP_KERNEL(kMaxPool2dGather, run_plane_index<false>);
+SLOTH_CPU_OP_KERNEL(kMaxPool2dScatter, run_plane_index<true>);
 
 }  // namespace sloth::cpu

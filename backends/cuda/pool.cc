@@ -33,8 +33,34 @@ absl::Status run_max_pool_indices(RunEnv& env, const Instr& in) {
   return absl::OkStatus();
 }
 
+template <bool kScatter>
+absl::Status run_plane_index(RunEnv& env, const Instr& in) {
+  DeviceData v = env.get(in.in[0]), ix = env.get(in.in[1]);
+  if (!v.is_contiguous()) v = make_contiguous(env, v, v.dtype);
+  if (!ix.is_contiguous()) ix = make_contiguous(env, ix, ix.dtype);
+  if (in.dtype != DType::kFloat32 && in.dtype != DType::kFloat64)
+    return absl::InternalError("cuda backend: max_pool2d takes float32 or float64");
+  const Shape& big = kScatter ? in.shape : v.layout.shape;
+  const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
+  const int64_t l = planes > 0 ? ix.numel() / planes : 0;
+  DeviceData out = env.alloc(in.shape, in.dtype);
+  const int64_t work = kScatter ? planes : planes * l;
+  if (work > 0 && hw > 0) {
+    ParamWords p;
+    p.p(out.raw());
+    p.p(v.raw());
+    p.p(ix.raw());
+    for (int64_t w : {planes, hw, l}) p.i(w);
+    launch(max_pool_plane_source(in.dtype, kScatter), p, work);
+  }
+  env.set(in.out, std::move(out));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 SLOTH_CUDA_OP_KERNEL(kMaxPool2dIndices, run_max_pool_indices);
+SLOTH_CUDA_OP_KERNEL(kMaxPool2dGather, run_plane_index<false>);
+SLOTH_CUDA_OP_KERNEL(kMaxPool2dScatter, run_plane_index<true>);
 
 }  // namespace sloth::cuda

@@ -38,4 +38,37 @@ extern "C" __global__ void __launch_bounds__(256) $NAME(const __grid_constant__ 
   return {name, preamble() + absl::StrReplaceAll(body, {{"$NAME", name}}), kMaxPoolIndicesWords};
 }
 
+KernelSource max_pool_plane_source(DType t, bool scatter) {
+  const std::string name = absl::StrFormat("sloth_max_pool_%s_%s", scatter ? "scatter" : "gather",
+                                           t == DType::kFloat64 ? "f64" : "f32");
+  const std::string head = absl::StrFormat("typedef %s T;\n", cuda_type(t)) + R"(
+struct P { i64 w[6]; };
+extern "C" __global__ void __launch_bounds__(256) $NAME(const __grid_constant__ P p) {
+  T* out = (T*)p.w[0];
+  const T* v = (const T*)p.w[1];
+  const i64* idx = (const i64*)p.w[2];
+  const i64 planes = p.w[3], hw = p.w[4], l = p.w[5];
+)";
+  const char* gather = R"(
+  SL_GRID_LOOP(i, planes * l) {
+    const i64 k = idx[i];
+    out[i] = (k >= 0 && k < hw) ? v[(i / l) * hw + k] : (T)0;
+  }
+}
+)";
+  const char* scatter_body = R"(
+  SL_GRID_LOOP(pl, planes) {
+    T* o = out + pl * hw;
+    for (i64 j = 0; j < hw; ++j) o[j] = (T)0;
+    for (i64 j = 0; j < l; ++j) {
+      const i64 k = idx[pl * l + j];
+      if (k >= 0 && k < hw) o[k] += v[pl * l + j];
+    }
+  }
+}
+)";
+  const std::string body = head + (scatter ? scatter_body : gather);
+  return {name, preamble() + absl::StrReplaceAll(body, {{"$NAME", name}}), kMaxPoolPlaneWords};
+}
+
 }  // namespace sloth::cuda

@@ -13,4 +13,11 @@ namespace sloth::cuda {
 inline constexpr int kMaxPoolIndicesWords = 15;
 KernelSource max_pool_indices_source(DType t);
 
+// The plane-wise gather (one thread per output) and scatter (one thread per plane: zeroes it,
+// then adds in index order, so repeats sum deterministically, without atomics) of
+// MaxPool2dGather/Scatter. Words: out, values (x or g), idx, planes, hw, l (indices per plane).
+// An index outside its plane is skipped.
+inline constexpr int kMaxPoolPlaneWords = 6;
+KernelSource max_pool_plane_source(DType t, bool scatter);
+
 }  // namespace sloth::cuda

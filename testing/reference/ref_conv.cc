@@ -169,6 +169,22 @@ Values max_pool_indices(const Ctx& c) {
   return out;
 }
 
+// out[p, j] = x[p, idx[p, j]] (gather), or zeros [N, C, H, W] with g[p, j] added at idx[p, j].
+Values max_pool_plane_index(const Ctx& c) {
+  const bool scatter = c.op == OpId::kMaxPool2dScatter;
+  const Shape& big = scatter ? c.out.shape : c.in[0].shape;
+  const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
+  const int64_t l = numel(c.in[1].shape) / std::max<int64_t>(planes, 1);
+  Values out(static_cast<size_t>(numel(c.out.shape)), 0.0);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t j = 0; j < l; ++j) {
+      const int64_t k = static_cast<int64_t>(c.in[1].v[p * l + j]);
+      if (scatter) out[p * hw + k] += c.in[0].v[p * l + j];
+      else out[p * l + j] = c.in[0].v[p * hw + k];
+    }
+  return out;
+}
+
 Values pool(const Ctx& c) {
   const PoolAttrs a = PoolAttrs::of(c.a);
   const Nchw x = nchw(c.in[0].shape, 2), o = nchw(c.out.shape, 2);
@@ -228,6 +244,7 @@ absl::StatusOr<Values> eval_conv(const Ctx& c) {
     case OpId::kMaxPool2d: case OpId::kAvgPool2d: return pool(c);
     case OpId::kAdaptiveAvgPool2d: return adaptive(c);
     case OpId::kMaxPool2dIndices: return max_pool_indices(c);
+    case OpId::kMaxPool2dGather: case OpId::kMaxPool2dScatter: return max_pool_plane_index(c);
     default: return invalid("%s: not a convolution or pooling op", op_name(c.op));
   }
 }

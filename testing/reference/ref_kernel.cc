@@ -135,7 +135,8 @@ absl::StatusOr<Values> eval_kernel(const Ctx& c) {
     case OpId::kTril: return tri(c, true);
     case OpId::kTriu: return tri(c, false);
     // ---- pooling (Kernel) ----
-    case OpId::kMaxPool2dIndices: return eval_conv(c);
+    case OpId::kMaxPool2dIndices: case OpId::kMaxPool2dGather: case OpId::kMaxPool2dScatter:
+      return eval_conv(c);
     default: return invalid("%s: no reference kernel", op_name(c.op));
   }
 }

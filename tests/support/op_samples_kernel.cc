@@ -68,6 +68,18 @@ void kernel_samples(Builder& b, OpId op) {
       b.add("unbatched_k2x1", {b.Distinct({3, 4, 5})}, pool({2, 1, 1, 2, 0, 0, 1, 1}, true));
       return;
     }
+    case OpId::kMaxPool2dGather:  // any in-plane indices (repeats included)
+      b.add("planes", {b.T({2, 2, 3, 4}), b.Idx({2, 2, 2, 3}, 12)});
+      b.add("f64_one_plane", {b.T({1, 1, 4, 4}, f64), b.Idx({1, 1, 2, 2}, 16)});
+      return;
+    case OpId::kMaxPool2dScatter: {  // repeated indices accumulate
+      Attrs hw;
+      hw.dims = {3, 4};
+      b.add("planes_repeats", {b.T({2, 2, 2, 3}), b.Idx({2, 2, 2, 3}, 12)}, hw);
+      hw.dims = {2, 5};
+      b.add("f64", {b.T({1, 3, 2, 2}, f64), b.Idx({1, 3, 2, 2}, 10)}, hw);
+      return;
+    }
     default: return;
   }
 }
