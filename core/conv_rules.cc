@@ -277,4 +277,48 @@ absl::Status rule_adaptive_pool(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   return absl::OkStatus();
 }
 
+// ---- pooling (Kernel) ----
+absl::Status rule_max_pool_indices(OpId, Metas in, Attrs& a, OutputMeta* out) {
+  // Reached through max_pool2d (and max_pool2d_with_indices): its errors, its name.
+  SLOTH_RETURN_IF_ERROR(rule_pool(OpId::kMaxPool2d, in, a, out));
+  out->dtype = DType::kInt64;
+  return absl::OkStatus();
+}
+
+namespace {
+// (values [N, C, *, *], idx int64 [N, C, *, *]) with the same N and C.
+absl::Status check_plane_operands(OpId op, Metas in) {
+  if (in.size() != 2) return invalid("%s: expects (values, indices), got %d tensors", op_name(op), in.size());
+  SLOTH_RETURN_IF_ERROR(need_float(op, in[0], "input"));
+  const Shape &x = *in[0].shape, &i = *in[1].shape;
+  if (in[1].dtype != DType::kInt64)
+    return invalid("%s: indices must be int64, got %s", op_name(op), dtype_name(in[1].dtype));
+  if (x.size() != 4 || i.size() != 4 || x[0] != i[0] || x[1] != i[1])
+    return invalid("%s: expected 4-D input and indices with the same N and C, got %s and %s",
+                   op_name(op), sh(in[0]), sh(in[1]));
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status rule_max_pool_gather(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_plane_operands(op, in));
+  out->shape = *in[1].shape;
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+
+absl::Status rule_max_pool_scatter(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(check_plane_operands(op, in));
+  if (*in[0].shape != *in[1].shape)
+    return invalid("%s: gradient %s and indices %s must have one shape", op_name(op), sh(in[0]),
+                   sh(in[1]));
+  if (a.dims.size() != 2 || a.dims[0] <= 0 || a.dims[1] <= 0)
+    return invalid("%s: the input size must be 2 positive values, got %s", op_name(op),
+                   shape_str(a.dims));
+  const Shape& g = *in[0].shape;
+  out->shape = {g[0], g[1], a.dims[0], a.dims[1]};
+  out->dtype = in[0].dtype;
+  return absl::OkStatus();
+}
+
 }  // namespace sloth

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "core/conv_rules.h"
 #include "core/error.h"
@@ -163,16 +164,22 @@ PoolCols pool_cols(const Tensor& x4, const PoolAttrs& a, double pad) {
   return r;
 }
 
+// The values at the argmax positions (MaxPool2dIndices, one pass over the input): a plane-wise
+// gather (MaxPool2dGather), whose gradient is the plane-wise scatter onto the first maximum of
+// each window (PyTorch's max_pool2d backward); no window columns are ever written.
+std::tuple<Tensor, Tensor> max_pool_values_indices(const Tensor& input, const Attrs& attrs) {
+  // A rank other than 3 or 4 reaches the rule as it is (its error shows the caller's shape).
+  const bool batched = input.dim() != 3;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  Tensor idx = call_op(OpId::kMaxPool2dIndices, {x}, attrs);
+  const int64_t n = x.size(0), c = x.size(1), ho = idx.size(2), wo = idx.size(3);
+  Tensor y = call_op(OpId::kMaxPool2dGather, {x, idx});
+  if (!batched) return {y.squeeze(0), idx.squeeze(0)};
+  return {y, idx};
+}
+
 Tensor max_pool2d_impl(In in, const Attrs& attrs) {
-  const PoolAttrs a = PoolAttrs::of(attrs);
-  const bool batched = in[0].dim() == 4;
-  Tensor x = batched ? in[0] : in[0].unsqueeze(0);
-  PoolCols p = pool_cols(x, a, -std::numeric_limits<double>::infinity());
-  // The value at the first maximum in window order: its gradient goes there alone (as
-  // PyTorch's max_pool2d backward), through gather's scatter and fold.
-  Tensor idx = argmax(p.cols, 2, true);
-  Tensor y = gather(p.cols, 2, idx).reshape({p.n, p.c, p.ho, p.wo});
-  return batched ? y : y.squeeze(0);
+  return std::get<0>(max_pool_values_indices(in[0], attrs));
 }
 
 Tensor avg_pool2d_impl(In in, const Attrs& attrs) {
@@ -350,6 +357,13 @@ Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride, Shape pa
                   Shape dilation, bool ceil_mode) {
   return call_op(OpId::kMaxPool2d, {input},
                  pool_attrs("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode));
+}
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape kernel_size,
+                                                   Shape stride, Shape padding, Shape dilation,
+                                                   bool ceil_mode) {
+  const PoolAttrs a = pool_attrs("max_pool2d_with_indices", kernel_size, stride, padding,
+                                 dilation, ceil_mode);
+  return max_pool_values_indices(input, a);
 }
 Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride, Shape padding,
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {

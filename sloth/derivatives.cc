@@ -245,7 +245,13 @@ Grads index_grad(const FormulaArgs& a) {
       return {ptr(index_add(zeros_for(a, 0), dim, in(a, 1).reshape({-1}),
                             g.dim() == 0 ? g.reshape({1}) : g)),
               nullptr};
-    case OpId::kGather: return {ptr(scatter_add(zeros_for(a, 0), dim, in(a, 1), g)), nullptr};
+    case OpId::kGather: {
+      // The zero base as one element broadcast: scatter_add's copy of it is a fill (one write
+      // pass), not a zeroed buffer read back (max_pool2d's backward, nll_loss's).
+      const auto& info = a.input_info[0];
+      Tensor z = zeros({}, TensorOptions().dtype(info.dtype).device(info.device)).expand(info.shape);
+      return {ptr(scatter_add(z, dim, in(a, 1), g)), nullptr};
+    }
     case OpId::kScatterAdd:
       return {a.needs[0] ? ptr(g) : nullptr, nullptr, a.needs[2] ? ptr(gather(g, dim, in(a, 1))) : nullptr};
     case OpId::kIndexAdd:

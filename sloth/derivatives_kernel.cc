@@ -113,6 +113,20 @@ Grads conv_weight_grad_grad(const FormulaArgs& a) {
   return r;
 }
 
+// ---- pooling (Kernel) ----
+// max_pool2d's plane-wise gather and scatter are each other's adjoint (linear in the values;
+// the indices get no gradient).
+Grads max_pool_gather_grad(const FormulaArgs& a) {
+  const Shape& xs = a.input_info[0].shape;
+  Attrs hw;
+  hw.dims = {xs[2], xs[3]};
+  return {call_op(OpId::kMaxPool2dScatter, {Tensor(a.grad), Tensor(a.inputs[1])}, hw).impl(),
+          nullptr};
+}
+Grads max_pool_scatter_grad(const FormulaArgs& a) {
+  return {call_op(OpId::kMaxPool2dGather, {Tensor(a.grad), Tensor(a.inputs[1])}).impl(), nullptr};
+}
+
 }  // namespace
 
 autograd::Formula kernel_op_formula(OpId op) {
@@ -127,6 +141,9 @@ autograd::Formula kernel_op_formula(OpId op) {
     case OpId::kConvForward: return conv_forward_grad;
     case OpId::kConvInputGrad: return conv_input_grad_grad;
     case OpId::kConvWeightGrad: return conv_weight_grad_grad;
+    // ---- pooling (Kernel) ----
+    case OpId::kMaxPool2dGather: return max_pool_gather_grad;
+    case OpId::kMaxPool2dScatter: return max_pool_scatter_grad;
     default: return nullptr;
   }
 }

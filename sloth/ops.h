@@ -204,6 +204,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 // stride {} = kernel_size. The gradient goes to the first maximum of each window.
 Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
                   Shape padding = {0, 0}, Shape dilation = {1, 1}, bool ceil_mode = false);
+// (values, indices): indices are int64, the flat index h*W+w of each window's maximum in its
+// input plane (PyTorch's return_indices); values are differentiable as max_pool2d's.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape kernel_size,
+                                                   Shape stride = {}, Shape padding = {0, 0},
+                                                   Shape dilation = {1, 1},
+                                                   bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
                   Shape padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);

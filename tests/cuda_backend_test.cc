@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nvrtc_compile.h"
 #include "backends/cuda/window_source.h"  // convolution and pooling
+#include "backends/cuda/pool_source.h"  // pooling: max_pool2d's argmax
 #include "gtest/gtest.h"
 #include "lazy/graph.h"
 #include "lazy/lowering.h"
@@ -168,6 +169,15 @@ TEST(CudaNvrtc, WindowKernelsCompileToPtx) {
   for (DType d : {DType::kFloat32, DType::kFloat64}) {
     expect_ptx(cuda::unfold_source(d));
     expect_ptx(cuda::fold_source(d));
+  }
+}
+
+// ---- pooling: max_pool2d's argmax (MaxPool2dIndices) ----
+TEST(CudaNvrtc, MaxPoolIndicesKernelCompilesToPtx) {
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    expect_ptx(cuda::max_pool_indices_source(d));
+    expect_ptx(cuda::max_pool_plane_source(d, false));
+    expect_ptx(cuda::max_pool_plane_source(d, true));
   }
 }
 

@@ -1,6 +1,7 @@
 // The index primitives on the host (lazy/structural.h: IndexPrimitives); which op runs which
 // primitive over which walk is lazy/structural.cc's. Indices are checked before anything is
 // written, so a bad index is reported (op, index, valid range) and never touches memory.
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -32,9 +33,30 @@ struct Indices {
   }
 };
 
+// A branch-free pass (vectorized, split across the pool when large) decides whether every
+// index is in range; only a failing check walks again for the first bad index to name it.
 absl::Status check(Env&, const Instr& in, const DeviceData& idx, int64_t dim, int64_t size,
                    IndexRange range) {
-  return lazy::check_index_range(in, Indices(idx).v, dim, size, range);
+  const Indices ix(idx);
+  const int64_t* v = ix.v.data();
+  const int64_t n = static_cast<int64_t>(ix.v.size());
+  const int64_t lo = range == IndexRange::kWrapping ? -size : 0;
+  const uint64_t span = static_cast<uint64_t>(size - lo);  // i in range: i - lo in [0, span)
+  auto any_bad = [&](int64_t b, int64_t e) {
+    bool bad = false;
+    for (int64_t i = b; i < e; ++i) bad |= static_cast<uint64_t>(v[i] - lo) >= span;
+    return bad;
+  };
+  std::atomic<bool> bad{false};
+  if (n >= kParallelThreshold && num_threads() > 1) {
+    parallel_for(n, kParallelThreshold, [&](int64_t b, int64_t e) {
+      if (any_bad(b, e)) bad.store(true, std::memory_order_relaxed);
+    });
+  } else {
+    bad = any_bad(0, n);
+  }
+  if (!bad.load()) return absl::OkStatus();
+  return lazy::check_index_range(in, ix.v, dim, size, range);
 }
 
 // One element of `kMode` (IndexMode): t is the target's element, o the other's.

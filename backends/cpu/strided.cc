@@ -52,6 +52,13 @@ void copy_range(D* dst, const int64_t* dst_st, const S* src, const int64_t* src_
                         if constexpr (kAcc) o[j] = static_cast<D>(o[j] + static_cast<D>(i[j]));
                         else o[j] = static_cast<D>(i[j]);
                       }
+                    } else if (ds == 1 && ss == 0) {
+                      // A broadcast source (a zero base expanded, a scalar): a vector fill.
+                      const D v = static_cast<D>(*i);
+                      for (int64_t j = 0; j < run; ++j) {
+                        if constexpr (kAcc) o[j] = static_cast<D>(o[j] + v);
+                        else o[j] = v;
+                      }
                     } else {
                       for (int64_t j = 0; j < run; ++j) {
                         if constexpr (kAcc)

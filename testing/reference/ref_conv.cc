@@ -138,6 +138,53 @@ Values conv(const Ctx& c) {
   return out;
 }
 
+// ---- pooling: max_pool2d's argmax (PyTorch's bounds and comparison, written again) ----
+// The flat in-plane index of window (oh, ow)'s maximum: the first in window order; a NaN
+// always takes over; a window with nothing above -inf answers its first in-bounds position.
+int64_t max_pool_argmax(const double* v, const PoolAttrs& a, int64_t h, int64_t w, int64_t oh,
+                        int64_t ow) {
+  int64_t best = -1;
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < a.kernel(0); ++i)
+    for (int64_t j = 0; j < a.kernel(1); ++j) {
+      const int64_t ih = oh * a.stride(0) - a.padding(0) + i * a.dilation(0);
+      const int64_t iw = ow * a.stride(1) - a.padding(1) + j * a.dilation(1);
+      if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+      const double x = v[ih * w + iw];
+      if (best < 0 || x > m || std::isnan(x)) best = ih * w + iw, m = x;
+    }
+  return best;
+}
+
+Values max_pool_indices(const Ctx& c) {
+  const PoolAttrs a = PoolAttrs::of(c.a);
+  const Nchw x = nchw(c.in[0].shape, 2), o = nchw(c.out.shape, 2);
+  Values out;
+  out.reserve(numel(c.out.shape));
+  for (int64_t nc = 0; nc < x.n * x.c; ++nc)
+    for (int64_t oh = 0; oh < o.h; ++oh)
+      for (int64_t ow = 0; ow < o.w; ++ow)
+        out.push_back(static_cast<double>(
+            max_pool_argmax(c.in[0].v.data() + nc * x.h * x.w, a, x.h, x.w, oh, ow)));
+  return out;
+}
+
+// out[p, j] = x[p, idx[p, j]] (gather), or zeros [N, C, H, W] with g[p, j] added at idx[p, j].
+Values max_pool_plane_index(const Ctx& c) {
+  const bool scatter = c.op == OpId::kMaxPool2dScatter;
+  const Shape& big = scatter ? c.out.shape : c.in[0].shape;
+  const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
+  const int64_t l = numel(c.in[1].shape) / std::max<int64_t>(planes, 1);
+  Values out(static_cast<size_t>(numel(c.out.shape)), 0.0);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t j = 0; j < l; ++j) {
+      const int64_t k = static_cast<int64_t>(c.in[1].v[p * l + j]);
+      if (scatter) out[p * hw + k] += c.in[0].v[p * l + j];
+      else out[p * l + j] = c.in[0].v[p * hw + k];
+    }
+  return out;
+}
+
 Values pool(const Ctx& c) {
   const PoolAttrs a = PoolAttrs::of(c.a);
   const Nchw x = nchw(c.in[0].shape, 2), o = nchw(c.out.shape, 2);
@@ -148,14 +195,8 @@ Values pool(const Ctx& c) {
       for (int64_t ow = 0; ow < o.w; ++ow) {
         const double* v = c.in[0].v.data() + nc * x.h * x.w;
         const int64_t h0 = oh * a.stride(0) - a.padding(0), w0 = ow * a.stride(1) - a.padding(1);
-        if (c.op == OpId::kMaxPool2d) {
-          double m = -std::numeric_limits<double>::infinity();
-          for (int64_t i = 0; i < a.kernel(0); ++i)
-            for (int64_t j = 0; j < a.kernel(1); ++j) {
-              const int64_t ih = h0 + i * a.dilation(0), iw = w0 + j * a.dilation(1);
-              if (ih >= 0 && ih < x.h && iw >= 0 && iw < x.w) m = std::max(m, v[ih * x.w + iw]);
-            }
-          out.push_back(m);
+        if (c.op == OpId::kMaxPool2d) {  // NaN propagates, as PyTorch's
+          out.push_back(v[max_pool_argmax(v, a, x.h, x.w, oh, ow)]);
           continue;
         }
         // ATen's avg_pool2d: the window clipped to the padded input counts with
@@ -202,6 +243,8 @@ absl::StatusOr<Values> eval_conv(const Ctx& c) {
     case OpId::kConv1d: case OpId::kConv2d: case OpId::kConvTranspose2d: return conv(c);
     case OpId::kMaxPool2d: case OpId::kAvgPool2d: return pool(c);
     case OpId::kAdaptiveAvgPool2d: return adaptive(c);
+    case OpId::kMaxPool2dIndices: return max_pool_indices(c);
+    case OpId::kMaxPool2dGather: case OpId::kMaxPool2dScatter: return max_pool_plane_index(c);
     default: return invalid("%s: not a convolution or pooling op", op_name(c.op));
   }
 }

@@ -137,6 +137,9 @@ absl::StatusOr<Values> eval_kernel(const Ctx& c) {
     // ---- convolution kernels ----
     case OpId::kConvForward: case OpId::kConvInputGrad: case OpId::kConvWeightGrad:
       return eval_conv_kernel(c);
+    // ---- pooling (Kernel) ----
+    case OpId::kMaxPool2dIndices: case OpId::kMaxPool2dGather: case OpId::kMaxPool2dScatter:
+      return eval_conv(c);
     default: return invalid("%s: no reference kernel", op_name(c.op));
   }
 }

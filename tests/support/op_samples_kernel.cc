@@ -57,6 +57,33 @@ void kernel_samples(Builder& b, OpId op) {
     case OpId::kConvForward: case OpId::kConvInputGrad: case OpId::kConvWeightGrad:
       conv_kernel_samples(b, op);
       return;
+    // ---- pooling (Kernel) ----
+    case OpId::kMaxPool2dIndices: {
+      // kernel ++ stride ++ padding ++ dilation
+      auto pool = [](AttrDims p, bool ceil = false) { return PoolAttrs{.params = std::move(p), .ceil_mode = ceil}; };
+      const double inf = INFINITY;  // NaN inputs: tests/pool_test.cc
+      b.add("k2s2", {b.Distinct({2, 2, 4, 4})}, pool({2, 2, 2, 2, 0, 0, 1, 1}));
+      b.add("ties_first_wins", {V({1, 1, 4, 4}, {1, 1, 2, 2, 1, 1, 2, 2, 0, 3, 3, 0, 3, 0, 0, 3})},
+            pool({2, 2, 1, 1, 0, 0, 1, 1}));
+      b.add("neg_inf_pad", {V({1, 1, 3, 3}, {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf})},
+            pool({2, 2, 2, 2, 1, 1, 1, 1}));
+      b.add("k3s2_pad1_ceil", {b.Distinct({1, 2, 5, 6})}, pool({3, 3, 2, 2, 1, 1, 1, 1}, true));
+      b.add("dilation_f64", {b.Distinct({1, 1, 7, 8}, f64)}, pool({2, 3, 1, 2, 1, 1, 2, 2}));
+      b.add("unbatched_k2x1", {b.Distinct({3, 4, 5})}, pool({2, 1, 1, 2, 0, 0, 1, 1}, true));
+      return;
+    }
+    case OpId::kMaxPool2dGather:  // any in-plane indices (repeats included)
+      b.add("planes", {b.T({2, 2, 3, 4}), b.Idx({2, 2, 2, 3}, 12)});
+      b.add("f64_one_plane", {b.T({1, 1, 4, 4}, f64), b.Idx({1, 1, 2, 2}, 16)});
+      return;
+    case OpId::kMaxPool2dScatter: {  // repeated indices accumulate
+      Attrs hw;
+      hw.dims = {3, 4};
+      b.add("planes_repeats", {b.T({2, 2, 2, 3}), b.Idx({2, 2, 2, 3}, 12)}, hw);
+      hw.dims = {2, 5};
+      b.add("f64", {b.T({1, 3, 2, 2}, f64), b.Idx({1, 3, 2, 2}, 10)}, hw);
+      return;
+    }
     default: return;
   }
 }
