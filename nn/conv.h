@@ -77,28 +77,33 @@ class ConvNd : public Module {
   bool transposed_;
 };
 
-class Conv1d : public ConvNd {
+class Conv1dImpl : public ConvNd {
  public:
-  explicit Conv1d(const Conv1dOptions& options);
-  Conv1d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options);
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : Conv1dImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
 
-class Conv2d : public ConvNd {
+class Conv2dImpl : public ConvNd {
  public:
-  explicit Conv2d(const Conv2dOptions& options);
-  Conv2d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
 
-class ConvTranspose2d : public ConvNd {
+class ConvTranspose2dImpl : public ConvNd {
  public:
-  explicit ConvTranspose2d(const ConvTranspose2dOptions& options);
-  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
+
+// Holders (LibTorch's names) over the Impl classes above.
+SLOTH_MODULE(Conv1d);
+SLOTH_MODULE(Conv2d);
+SLOTH_MODULE(ConvTranspose2d);
 
 }  // namespace sloth::nn

@@ -16,9 +16,9 @@ Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true);
 namespace sloth::nn {
 
 // x.flatten(start_dim, end_dim): [N, C, H, W] -> [N, C*H*W] with the defaults.
-class Flatten : public Module {
+class FlattenImpl : public Module {
  public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
       : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
   int64_t start_dim, end_dim;
@@ -26,13 +26,17 @@ class Flatten : public Module {
   std::string extra_repr() const override;
 };
 
-class Dropout2d : public Module {
+class Dropout2dImpl : public Module {
  public:
-  explicit Dropout2d(double p = 0.5);
+  explicit Dropout2dImpl(double p = 0.5);
   Tensor forward(const Tensor& x) override { return dropout2d(x, p, is_training()); }
   double p;
  protected:
   std::string extra_repr() const override;
 };
+
+// Holders (LibTorch's names) over the Impl classes above.
+SLOTH_MODULE(Flatten);
+SLOTH_MODULE(Dropout2d);
 
 }  // namespace sloth::nn

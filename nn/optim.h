@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "sloth/sloth.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::optim {
 

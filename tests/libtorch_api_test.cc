@@ -1,0 +1,186 @@
+// LibTorch's spellings that sloth accepts as they are (issue "A LibTorch program compiles with
+// a rename"): module holders, SLOTH_MODULE, Sequential's type erasure, register_module and
+// push_back by value, with today's spellings still working beside them.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sloth/sloth.h"
+
+namespace {
+
+using namespace sloth;
+
+std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+
+void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
+  std::vector<double> got = values(t);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// Sets a Linear's parameters to known values (no grad recorded).
+void set_linear(const nn::Linear& fc, const std::vector<double>& w, const std::vector<double>& b) {
+  NoGradGuard g;
+  fc->weight.copy_(tensor(w, {fc->out_features, fc->in_features}));
+  if (!b.empty()) fc->bias.copy_(tensor(b, {fc->out_features}));
+}
+
+// A module written as the LibTorch examples write it: forward takes its Tensor by value and
+// does not override Module::forward(const Tensor&).
+struct TwoLayerImpl : nn::Module {
+  TwoLayerImpl() : Module("TwoLayer") {
+    fc1 = register_module("fc1", nn::Linear(2, 3));
+    fc2 = register_module("fc2", nn::Linear(3, 1));
+  }
+  Tensor forward(Tensor x) { return fc2(relu(fc1(x))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+SLOTH_MODULE(TwoLayer);
+
+struct NoForward : nn::Module {};
+struct ByValueForward : nn::Module {
+  Tensor forward(Tensor x) { return x * 2.0; }
+};
+struct TwoInputs : nn::Module {
+  Tensor forward(const Tensor& a, const Tensor& b) { return a + b; }
+};
+
+static_assert(!nn::has_tensor_forward_v<NoForward>, "no forward: Sequential must not compile");
+static_assert(nn::has_tensor_forward_v<ByValueForward>);
+static_assert(!nn::has_tensor_forward_v<TwoInputs>);
+static_assert(nn::has_tensor_forward_v<nn::LinearImpl>);
+static_assert(nn::has_tensor_forward_v<nn::MultiheadAttentionImpl>);  // overloaded forward
+static_assert(nn::has_tensor_forward_v<nn::MLPImpl>);                 // inherited forward
+static_assert(nn::is_module_holder_v<nn::Linear> && !nn::is_module_holder_v<nn::LinearImpl>);
+static_assert(!std::is_default_constructible_v<nn::Linear>, "Linear needs sizes or nullptr");
+static_assert(std::is_default_constructible_v<nn::ReLU>);
+
+TEST(ModuleHolder, LinearIsAHandle) {
+  nn::Linear fc(2, 3);
+  set_linear(fc, {1, 2, 3, 4, 5, 6}, {0.5, -0.5, 1});
+  Tensor x = tensor({1, -1, 2, 0.5}, {2, 2});
+  // y = x W^T + b
+  expect_near(fc(x), {-0.5, -1.5, 0, 3.5, 7.5, 14});
+  expect_near(fc->forward(x), {-0.5, -1.5, 0, 3.5, 7.5, 14});
+  nn::Linear alias = fc;   // copies share the module
+  EXPECT_EQ(alias->weight.impl().get(), fc->weight.impl().get());
+  EXPECT_EQ(alias.get(), fc.get());
+  EXPECT_EQ(fc->weight.shape(), (Shape{3, 2}));
+  EXPECT_EQ(fc.parameters().size(), 2u);
+  EXPECT_EQ(fc->name(), "Linear");
+}
+
+TEST(ModuleHolder, EmptyHolderThrowsClearly) {
+  nn::Linear fc{nullptr};
+  EXPECT_TRUE(fc.is_empty());
+  EXPECT_FALSE(static_cast<bool>(fc));
+  try {
+    (void)fc->weight;
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("register_module"), std::string::npos) << e.what();
+  }
+  fc = nn::Linear(3, 1);
+  EXPECT_FALSE(fc.is_empty());
+  EXPECT_EQ(fc->in_features, 3);
+}
+
+TEST(ModuleHolder, UserModuleWithByValueForward) {
+  manual_seed(0);
+  TwoLayer net;
+  std::vector<std::string> names;
+  for (auto& [n, p] : net->named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  // register_module returned holders that share the registered modules.
+  EXPECT_EQ(net->fc1->weight.impl().get(), net->parameters()[0].impl().get());
+  set_linear(net->fc1, {1, 0, 0, 1, 1, 1}, {0, 0, -1});
+  set_linear(net->fc2, {1, 2, 3}, {0.25});
+  Tensor x = tensor({1, 2, -3, 1}, {2, 2});
+  // h = relu([1,2,2],[ -3,1,-3]) = [1,2,2],[0,1,0]; y = [1+4+6+.25, 0+2+0+.25]
+  expect_near(net(x), {11.25, 2.25});
+  expect_near(net->forward(x), {11.25, 2.25});
+}
+
+TEST(Sequential, CallsEachModulesOwnForward) {
+  manual_seed(0);
+  TwoLayer net;
+  set_linear(net->fc1, {1, 0, 0, 1, 1, 1}, {0, 0, -1});
+  set_linear(net->fc2, {1, 2, 3}, {0.25});
+  // The plain (non-holder) module with forward(Tensor) used to throw "has no forward()"
+  // inside Sequential; now its own forward is called.
+  nn::Sequential seq(net, std::make_shared<ByValueForward>(), nn::ReLU());
+  Tensor x = tensor({1, 2, -3, 1}, {2, 2});
+  expect_near(seq(x), {22.5, 4.5});
+  expect_near(seq->forward(x), {22.5, 4.5});
+  EXPECT_EQ(seq->size(), 3u);
+  EXPECT_EQ(seq.size(), 3u);
+  EXPECT_NE(seq->ptr<TwoLayerImpl>(0), nullptr);
+  EXPECT_EQ(seq->ptr<nn::LinearImpl>(0), nullptr);
+  int n = 0;
+  for (const nn::AnyModule& m : *seq) n += m.ptr() != nullptr;
+  EXPECT_EQ(n, 3);
+}
+
+TEST(Sequential, PushBackEverySpelling) {
+  nn::Sequential seq;
+  seq->push_back(nn::Linear(4, 3));                        // LibTorch: a holder by value
+  seq->push_back(std::make_shared<nn::ReLU>());            // a shared_ptr to a holder (old)
+  seq->push_back(std::make_shared<nn::LinearImpl>(3, 2));  // a shared_ptr to an impl
+  seq->push_back("out", nn::Linear(2, 1));                 // named
+  seq.push_back(nn::AnyModule(nn::GELU()));                // an AnyModule, through the holder
+  std::vector<std::string> names;
+  for (auto& [n, p] : seq->named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias",
+                                             "out.weight", "out.bias"}));
+  EXPECT_EQ(seq(randn({5, 4})).shape(), (Shape{5, 1}));
+}
+
+TEST(Sequential, BadInputThrowsAndChangesNothing) {
+  nn::Sequential seq(nn::Linear(2, 2));
+  nn::Linear empty{nullptr};
+  EXPECT_THROW(seq->push_back(empty), Error);
+  EXPECT_THROW(seq->push_back("0", nn::ReLU()), Error);   // a name already taken
+  EXPECT_EQ(seq->size(), 1u);
+  EXPECT_EQ(seq->named_children().size(), 1u);
+  try {
+    (void)seq[3];
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 3 is out of range for a Sequential of 1"),
+              std::string::npos)
+        << e.what();
+  }
+  Tensor x = tensor({1, 2}, {1, 2});
+  EXPECT_EQ(seq(x).shape(), (Shape{1, 2}));   // still works
+}
+
+TEST(ModuleHolder, TodaysSpellingsStillWork) {
+  // std::make_shared<nn::Linear> now gives a shared_ptr to a holder; the Module interface is
+  // forwarded through it.
+  auto fc = std::make_shared<nn::Linear>(2, 1);
+  set_linear(*fc, {2, -1}, {0.5});
+  expect_near(fc->forward(tensor({1, 3}, {1, 2})), {-0.5});
+  EXPECT_EQ(fc->parameters().size(), 2u);
+  fc->eval();
+  EXPECT_FALSE(fc->is_training());
+  struct Net : nn::Module {
+    std::shared_ptr<nn::Linear> lin;
+    Net() { lin = register_module("lin", std::make_shared<nn::Linear>(2, 1)); }
+    Tensor forward(const Tensor& x) override { return lin->forward(x); }
+  };
+  auto net = std::make_shared<Net>();
+  EXPECT_EQ(net->named_parameters()[0].first, "lin.weight");
+  // A holder goes where a shared_ptr<Module> or a Module& is expected.
+  std::shared_ptr<nn::Module> as_module = nn::MLP({4, 3, 2});
+  EXPECT_EQ(as_module->parameters().size(), 4u);
+  nn::Linear lin(3, 2);
+  const nn::Module& ref = lin;
+  EXPECT_EQ(ref.parameters().size(), 2u);
+  EXPECT_EQ(nn::state_dict(lin).size(), 2u);
+}
+
+}  // namespace
