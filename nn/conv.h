@@ -25,14 +25,6 @@ struct Ints {
   Shape expand(size_t n, const char* what) const;
 };
 
-// A fluent option: `opts.stride(2)` sets, `opts.stride()` reads (LibTorch's TORCH_ARG).
-#define SLOTH_NN_ARG(T, name)                          \
- public:                                               \
-  auto& name(const T& v) { name##_ = v; return *this; } \
-  const T& name() const { return name##_; }            \
- private:                                              \
-  T name##_
-
 // padding: explicit sizes, or "same" / "valid" (LibTorch's kSame / kValid).
 template <size_t D>
 class ConvOptions {

@@ -188,6 +188,14 @@ class AnyModule {
 
 }  // namespace sloth::nn
 
+// A fluent option: `opts.stride(2)` sets, `opts.stride()` reads (LibTorch's TORCH_ARG).
+#define SLOTH_NN_ARG(T, name)                          \
+ public:                                               \
+  auto& name(const T& v) { name##_ = v; return *this; } \
+  const T& name() const { return name##_; }            \
+ private:                                              \
+  T name##_
+
 // Declares the holder `Name` for `NameImpl` (LibTorch's TORCH_MODULE). Write it after
 // NameImpl's definition, in the same namespace.
 #define SLOTH_MODULE(Name)                                        \

@@ -122,9 +122,21 @@ class Module : public std::enable_shared_from_this<Module> {
 
 // y = x W^T + b. W: [out, in] ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_ with
 // a = sqrt(5)); b: [out] ~ U(-1/sqrt(in), 1/sqrt(in)).
+// LibTorch's builder: nn::Linear(nn::LinearOptions(4, 3).bias(false)).
+class LinearOptions {
+ public:
+  LinearOptions(int64_t in_features, int64_t out_features)
+      : in_features_(in_features), out_features_(out_features) {}
+  SLOTH_NN_ARG(int64_t, in_features);
+  SLOTH_NN_ARG(int64_t, out_features);
+  SLOTH_NN_ARG(bool, bias) = true;
+};
+
 class LinearImpl : public Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit LinearImpl(const LinearOptions& o)
+      : LinearImpl(o.in_features(), o.out_features(), o.bias()) {}
   Tensor forward(const Tensor& x) override;
   int64_t in_features, out_features;
   Tensor& weight;
@@ -147,9 +159,18 @@ class GELUImpl : public Module {
 
 // Zeroes each element with probability p in training mode and scales the rest by 1/(1-p);
 // the identity in eval mode.
+// nn::Dropout(nn::DropoutOptions().p(0.2)) or nn::Dropout(0.2).
+class DropoutOptions {
+ public:
+  DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT: implicit, as LibTorch
+  SLOTH_NN_ARG(double, p);
+  SLOTH_NN_ARG(bool, inplace) = false;   // accepted; sloth's result is always a new value
+};
+
 class DropoutImpl : public Module {
  public:
   explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(const DropoutOptions& o) : DropoutImpl(o.p()) {}
   Tensor forward(const Tensor& x) override { return dropout(x, p, is_training()); }
   double p;
  protected:

@@ -183,4 +183,56 @@ TEST(ModuleHolder, TodaysSpellingsStillWork) {
   EXPECT_EQ(nn::state_dict(lin).size(), 2u);
 }
 
+// ---- options builders ----
+
+TEST(OptionsBuilders, OptimizerOptionsBothSpellings) {
+  optim::SGDOptions built = optim::SGDOptions(0.1).momentum(0.5).nesterov(true);
+  optim::SGDOptions designated{.lr = 0.1, .momentum = 0.5, .nesterov = true};
+  EXPECT_EQ(built.lr(), 0.1);
+  EXPECT_EQ(double(built.momentum), 0.5);
+  EXPECT_TRUE(built.nesterov());
+  EXPECT_EQ(designated.momentum(), 0.5);
+  EXPECT_EQ(built.dampening(), 0.0);
+  auto adam = optim::AdamOptions(1e-3).betas({0.8, 0.99}).weight_decay(0.01);
+  EXPECT_EQ(adam.beta1(), 0.8);
+  EXPECT_EQ(adam.beta2(), 0.99);
+  EXPECT_EQ(std::get<1>(adam.betas()), 0.99);
+  EXPECT_EQ(adam.weight_decay(), 0.01);
+  EXPECT_EQ(optim::AdamWOptions(2e-3).weight_decay(), 1e-2);   // AdamW's default kept
+}
+
+// One SGD step (momentum 0.5, first step: buf = g) on loss = sum(p^2), g = 2p: p - 0.1 * 2p.
+TEST(OptionsBuilders, SgdWithLrOnlyAndWithBuilderStep) {
+  for (int spelling = 0; spelling < 3; ++spelling) {
+    Tensor p = tensor({1, 2}).requires_grad_();
+    std::unique_ptr<optim::Optimizer> opt;
+    if (spelling == 0) opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, 0.1);
+    if (spelling == 1)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions(0.1).momentum(0.5));
+    if (spelling == 2)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1, .momentum = 0.5});
+    (p * p).sum().backward();
+    opt->step();
+    expect_near(p, {0.8, 1.6});
+    EXPECT_EQ(opt->lr(), 0.1);
+  }
+  optim::Adam adam({tensor({1.0}).requires_grad_()}, 0.05);
+  EXPECT_EQ(adam.lr(), 0.05);
+}
+
+TEST(OptionsBuilders, ModuleOptions) {
+  nn::Linear no_bias(nn::LinearOptions(4, 3).bias(false));
+  EXPECT_EQ(no_bias->parameters().size(), 1u);
+  EXPECT_FALSE(no_bias->bias.defined());
+  EXPECT_EQ(nn::LinearOptions(4, 3).out_features(), 3);
+  nn::Conv2d conv(nn::Conv2dOptions(1, 10, 5).stride(1).bias(false));
+  EXPECT_EQ(conv->weight.shape(), (Shape{10, 1, 5, 5}));
+  EXPECT_EQ(conv->parameters().size(), 1u);
+  nn::Dropout drop(nn::DropoutOptions().p(0.2));
+  EXPECT_EQ(drop->p, 0.2);
+  nn::Dropout drop2(0.3);
+  EXPECT_EQ(drop2->p, 0.3);
+  EXPECT_THROW(nn::Linear(nn::LinearOptions(0, 3)), Error);
+}
+
 }  // namespace
