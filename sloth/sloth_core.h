@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "sloth/autograd_api.h"
+#include "sloth/compat.h"
 #include "sloth/func.h"
 #include "sloth/lazy_api.h"
 #include "sloth/ops.h"

@@ -235,4 +235,64 @@ TEST(OptionsBuilders, ModuleOptions) {
   EXPECT_THROW(nn::Linear(nn::LinearOptions(0, 3)), Error);
 }
 
+// ---- tensor conveniences (expected values: PyTorch 1.13) ----
+
+TEST(TensorConveniences, CompoundOperatorsWriteInPlace) {
+  Tensor x = tensor({1, 2, 3});
+  Tensor view = x.view({3});
+  x += tensor({1, 1, 1});
+  x *= 2.0;
+  x -= 1.0;
+  x /= tensor({1, 2, 4});
+  expect_near(x, {3, 2.5, 1.75});
+  expect_near(view, {3, 2.5, 1.75});   // through views, as add_ does
+}
+
+TEST(TensorConveniences, DimReductionsAndMaxWithIndices) {
+  Tensor x = tensor({1, 5, 2, 7, 0, 3}, {2, 3});
+  expect_near(x.sum(1), {8, 10});
+  expect_near(x.sum(0, /*keepdim=*/true), {8, 5, 5});
+  EXPECT_EQ(x.sum(0, true).shape(), (Shape{1, 3}));
+  expect_near(x.mean(-1), {8.0 / 3, 10.0 / 3});
+  expect_near(x.sum({}), {18});   // {} still means every dim
+  auto [values, indices] = x.max(1);
+  expect_near(values, {5, 7});
+  EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  auto [mn, mi] = x.min(0);
+  expect_near(mn, {1, 0, 2});
+  EXPECT_EQ(mi.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_THROW(x.max(2), Error);
+  // torch.tensor([[1.,5,2],[7,0,3]]).norm() = 9.380831519646859
+  EXPECT_NEAR(x.norm().item(), 9.380831519646859, 1e-5);
+  EXPECT_NEAR(x.norm(1).item(), 18, 1e-5);
+  EXPECT_NEAR(x.norm(3).item(), 7.958115100860596, 1e-4);   // torch: x.norm(p=3)
+  EXPECT_FALSE(x.all().item<bool>());
+  EXPECT_TRUE(x.any().item<bool>());
+  EXPECT_TRUE(tensor({1, 2}).all().item<bool>());
+  EXPECT_FALSE(zeros(3).any().item<bool>());
+}
+
+TEST(TensorConveniences, FactoriesDtypesDevices) {
+  EXPECT_EQ(randn(3).shape(), (Shape{3}));
+  EXPECT_EQ(zeros(4, kLong).dtype(), kInt64);
+  EXPECT_EQ(ones(2, kDouble).to_vector<double>(), (std::vector<double>{1, 1}));
+  Tensor t = tensor({1, 2, 3}, kDouble);
+  EXPECT_EQ(t.dtype(), kFloat64);
+  EXPECT_EQ(t.shape(), (Shape{3}));
+  EXPECT_EQ(tensor({1, 2}, kInt).dtype(), kInt32);
+  EXPECT_EQ(kFloat, kFloat32);
+  EXPECT_EQ(t.to(kCPU).device().type, DeviceType::kCPU);
+  EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
+}
+
+TEST(TensorConveniences, GradFnNamesArePyTorchs) {
+  Tensor x = tensor({1, 2, 3}).requires_grad_();
+  EXPECT_EQ(x.grad_fn(), nullptr);
+  Tensor y = x + 2.0;
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "AddBackward0");
+  EXPECT_EQ(y.mean().grad_fn()->name(), "MeanBackward0");
+  EXPECT_EQ((y * y).grad_fn()->name(), "MulBackward0");
+}
+
 }  // namespace
