@@ -15,3 +15,5 @@
 // ---- attention and transformer modules ----
 #include "nn/attention.h"
 #include "nn/transformer.h"
+// ---- LibTorch API: loss modules ----
+#include "nn/loss.h"

@@ -295,4 +295,69 @@ TEST(TensorConveniences, GradFnNamesArePyTorchs) {
   EXPECT_EQ((y * y).grad_fn()->name(), "MulBackward0");
 }
 
+// ---- losses (expected values: PyTorch 1.13, torch.nn.functional, float64) ----
+
+Tensor loss_x() { return tensor({0.5, -1.2, 3.0, 2.0, 0.1, -0.4}, {2, 3}, kDouble); }
+Tensor loss_y() { return tensor({1.0, 0.3, 0.5, -1.0, 0.0, 0.2}, {2, 3}, kDouble); }
+
+TEST(Losses, ReductionsMatchPyTorch) {
+  Tensor x = loss_x(), y = loss_y();
+  EXPECT_NEAR(l1_loss(x, y).item(), 1.366666666667, 1e-9);
+  EXPECT_NEAR(l1_loss(x, y, kSum).item(), 8.2, 1e-9);
+  expect_near(l1_loss(x, y, kNone), {0.5, 1.5, 2.5, 3.0, 0.1, 0.6}, 1e-9);
+  EXPECT_NEAR(smooth_l1_loss(x, y).item(), 0.968333333333, 1e-9);
+  expect_near(smooth_l1_loss(x, y, kNone, 0.5), {0.25, 1.25, 2.25, 2.75, 0.01, 0.35}, 1e-9);
+  EXPECT_NEAR(huber_loss(x, y).item(), 0.968333333333, 1e-9);
+  EXPECT_NEAR(huber_loss(x, y, kSum, 2.0).item(), 8.435, 1e-9);
+  EXPECT_NEAR(mse_loss(x, y, kSum).item(), 18.12, 1e-9);
+  expect_near(mse_loss(x, y, kNone), {0.25, 2.25, 6.25, 9.0, 0.01, 0.36}, 1e-9);
+  Tensor yb = tensor({1.0, 0.0, 1.0, 0.0, 0.5, 1.0}, {2, 3}, kDouble);
+  expect_near(binary_cross_entropy_with_logits(x, yb, kNone),
+              {0.47407698418, 0.263282467338, 0.048587351574, 2.126928011043, 0.694396660074,
+               0.9130152524},
+              1e-9);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(x, yb, kSum).item(), 4.520286726608, 1e-9);
+}
+
+TEST(Losses, ModulesAndGradientsMatchPyTorch) {
+  Tensor x = loss_x().requires_grad_(), y = loss_y();
+  nn::SmoothL1Loss smooth;
+  smooth(x, y).backward();
+  expect_near(x.grad(), {-0.083333333333, -0.166666666667, 0.166666666667, 0.166666666667,
+                         0.016666666667, -0.1},
+              1e-9);
+  x.set_grad(Tensor());
+  nn::HuberLoss huber(nn::HuberLossOptions().delta(2.0));
+  huber(x, y).backward();
+  expect_near(x.grad(), {-0.083333333333, -0.25, 0.333333333333, 0.333333333333,
+                         0.016666666667, -0.1},
+              1e-9);
+  EXPECT_NEAR(nn::L1Loss(nn::L1LossOptions(kSum))(x, y).item(), 8.2, 1e-9);
+  EXPECT_NEAR(nn::MSELoss(kSum)->forward(x, y).item(), 18.12, 1e-9);
+  // Cross entropy / NLL: the functions' values (tested in norm_test against PyTorch).
+  Tensor logits = tensor({1, 2, 0.5, -1, 0, 3}, {2, 3}, kDouble);
+  Tensor target = tensor({1, 0}, kLong);
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().ignore_index(0));
+  EXPECT_NEAR(ce(logits, target).item(),
+              cross_entropy(logits, target, CrossEntropyOptions{.ignore_index = 0}).item(), 1e-12);
+  nn::NLLLoss nll{nn::NLLLossOptions(kSum)};
+  EXPECT_NEAR(nll(log_softmax(logits, 1), target).item(),
+              nll_loss(log_softmax(logits, 1), target, NllLossOptions{.reduction = kSum}).item(),
+              1e-12);
+}
+
+TEST(Losses, BadShapesThrowNamingBoth) {
+  Tensor x = loss_x();
+  try {
+    (void)l1_loss(x, tensor({1, 2, 3}, kDouble));
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("l1_loss: input of shape [2, 3] and target of shape [3]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(huber_loss(x, x, kMean, 0.0), Error);
+  EXPECT_NEAR(l1_loss(x, loss_y()).item(), 1.366666666667, 1e-9);   // still works
+}
+
 }  // namespace
