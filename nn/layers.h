@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <utility>
 #include <string>
 
 #include "nn/module.h"
@@ -35,8 +38,27 @@ class Dropout2dImpl : public Module {
   std::string extra_repr() const override;
 };
 
+// Wraps a function as a module, for Sequential: nn::Functional(sloth::relu), or with the
+// arguments after the input bound: nn::Functional(sloth::log_softmax, 1) calls
+// log_softmax(x, 1). (LibTorch's torch::nn::Functional.)
+class FunctionalImpl : public Module {
+ public:
+  using Function = std::function<Tensor(Tensor)>;
+  explicit FunctionalImpl(Function f) : Module("Functional"), f_(std::move(f)) {
+    if (!f_) fail("nn::Functional: the function is empty");
+  }
+  template <class F, class A, class... Rest>
+    requires std::is_invocable_r_v<Tensor, F&, const Tensor&, A&, Rest&...>
+  FunctionalImpl(F f, A a, Rest... rest)
+      : FunctionalImpl(Function([f, a, rest...](Tensor x) { return f(x, a, rest...); })) {}
+  Tensor forward(Tensor x) { return f_(std::move(x)); }
+ private:
+  Function f_;
+};
+
 // Holders (LibTorch's names) over the Impl classes above.
 SLOTH_MODULE(Flatten);
 SLOTH_MODULE(Dropout2d);
+SLOTH_MODULE(Functional);
 
 }  // namespace sloth::nn

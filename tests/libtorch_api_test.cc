@@ -295,6 +295,17 @@ TEST(TensorConveniences, GradFnNamesArePyTorchs) {
   EXPECT_EQ((y * y).grad_fn()->name(), "MulBackward0");
 }
 
+TEST(Functional, WrapsAFunctionInSequential) {
+  nn::Sequential seq(nn::Functional(sloth::relu), nn::Functional(sloth::log_softmax, 1));
+  Tensor x = tensor({-1, 0, 1, 2}, {2, 2}, kDouble);
+  // relu -> [[0, 0], [1, 2]]; log_softmax over dim 1: [[-ln 2, -ln 2], [-1.31326, -0.31326]]
+  expect_near(seq(x), {-0.6931471805599453, -0.6931471805599453, -1.3132616875182228,
+                       -0.31326168751822286},
+              1e-9);
+  nn::Functional square([](Tensor t) { return t * t; });
+  expect_near(square(x), {1, 0, 1, 4});
+}
+
 // ---- losses (expected values: PyTorch 1.13, torch.nn.functional, float64) ----
 
 Tensor loss_x() { return tensor({0.5, -1.2, 3.0, 2.0, 0.1, -0.4}, {2, 3}, kDouble); }
