@@ -47,4 +47,12 @@ inline Tensor tensor(std::vector<double> values, TensorOptions o) {
   return tensor(std::move(values), Shape{-1}, o);
 }
 
+// torch::ones({2, 2}, torch::requires_grad()).
+inline TensorOptions requires_grad(bool on = true) { return TensorOptions().requires_grad(on); }
+
+namespace autograd {
+using variable_list = std::vector<Tensor>;   // LibTorch's names for a list of tensors
+using tensor_list = std::vector<Tensor>;
+}  // namespace autograd
+
 }  // namespace sloth

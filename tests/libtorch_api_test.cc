@@ -285,6 +285,14 @@ TEST(TensorConveniences, FactoriesDtypesDevices) {
   EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
 }
 
+TEST(TensorConveniences, RequiresGradOptionAndListAliases) {
+  Tensor x = ones({2, 2}, requires_grad());
+  EXPECT_TRUE(x.requires_grad());
+  autograd::variable_list grads = autograd::grad({(x * 3.0).sum()}, {x});
+  expect_near(grads[0], {3, 3, 3, 3});
+  static_assert(std::is_same_v<autograd::tensor_list, std::vector<Tensor>>);
+}
+
 TEST(TensorConveniences, GradFnNamesArePyTorchs) {
   Tensor x = tensor({1, 2, 3}).requires_grad_();
   EXPECT_EQ(x.grad_fn(), nullptr);
