@@ -24,6 +24,13 @@ Tensor Tensor::norm(double p) const {
   return sloth::pow(sloth::pow(x.abs(), Scalar(p)).sum(), Scalar(1.0 / p));
 }
 
+Tensor Tensor::norm(double p, int64_t dim, bool keepdim) const {
+  if (!(p > 0)) fail("norm: p must be positive (got %g); use p = 2 for the Euclidean norm", p);
+  Tensor x = is_floating(dtype()) ? *this : to(kDefaultFloat);
+  if (p == 2) return x.mul(x).sum(Shape{dim}, keepdim).sqrt();
+  return sloth::pow(sloth::pow(x.abs(), Scalar(p)).sum(Shape{dim}, keepdim), Scalar(1.0 / p));
+}
+
 Tensor Tensor::all() const { return (*this == 0.0).to(DType::kInt64).sum() == 0.0; }
 Tensor Tensor::any() const { return (*this != 0.0).to(DType::kInt64).sum() > 0.0; }
 

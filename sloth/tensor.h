@@ -190,6 +190,7 @@ class Tensor {
   std::tuple<Tensor, Tensor> min_dim(int64_t dim, bool keepdim = false) const;
   // The p-norm of all elements (p = 2: sqrt(sum x^2)); float result.
   Tensor norm(double p = 2) const;
+  Tensor norm(double p, int64_t dim, bool keepdim = false) const;   // along one dim
   // kBool 0-dim: every / some element is nonzero.
   Tensor all() const;
   Tensor any() const;
