@@ -19,7 +19,7 @@ void BM_BatchNorm2dTrainStep(benchmark::State& state) {
   for (auto _ : state) {
     Tensor loss = sum(bn(x) * g);
     loss.backward();
-    sync({x.grad(), bn.weight.grad(), bn.bias.grad(), bn.running_mean, bn.running_var});
+    sync({x.grad(), bn->weight.grad(), bn->bias.grad(), bn->running_mean, bn->running_var});
     x.set_grad(Tensor());
     bn.zero_grad();
   }
@@ -54,7 +54,7 @@ void BM_GroupNormTrainStep(benchmark::State& state) {
   for (auto _ : state) {
     Tensor loss = sum(gn(x) * g);
     loss.backward();
-    sync({x.grad(), gn.weight.grad(), gn.bias.grad()});
+    sync({x.grad(), gn->weight.grad(), gn->bias.grad()});
     x.set_grad(Tensor());
     gn.zero_grad();
   }

@@ -60,7 +60,7 @@ void BM_LoopLinear(benchmark::State& state) {
   mark_step();
   manual_seed(0);
   Tensor x = randn({32, 4}), y = randn({32, 1});
-  auto fc = std::make_shared<nn::Linear>(4, 1);
+  nn::Linear fc(4, 1);
   run_loop(state, fc, x, y);
 }
 BENCHMARK(BM_LoopLinear)->ArgsProduct({{0, 1}, {1, 0}})->ArgNames({"adam", "mark_step"})
@@ -71,7 +71,7 @@ void BM_LoopMlp(benchmark::State& state) {
   mark_step();
   manual_seed(0);
   Tensor x = randn({64, 784}), y = randn({64, 10});
-  auto mlp = std::make_shared<nn::MLP>(std::vector<int64_t>{784, 256, 10});
+  nn::MLP mlp({784, 256, 10});
   run_loop(state, mlp, x, y);
 }
 BENCHMARK(BM_LoopMlp)->ArgsProduct({{0, 1}, {1, 0}})->ArgNames({"adam", "mark_step"})

@@ -10,7 +10,7 @@ int main() {
   Tensor x = randn({256, 1});
   Tensor y = 3 * x + 2 + 0.1 * randn({256, 1});
 
-  auto model = std::make_shared<nn::Linear>(1, 1);
+  nn::Linear model(1, 1);   // a holder: model->weight, model(x)
   optim::SGD opt(model->parameters(), {.lr = 0.1});
   for (int step = 0; step < 100; ++step) {
     Tensor loss = mse_loss(model->forward(x), y);

@@ -211,8 +211,8 @@ class CharGpt : public nn::Module {
  public:
   CharGpt(int64_t vocab, int64_t d, int64_t n_head, int64_t n_layer, int64_t T)
       : Module("CharGpt") {
-    tok = register_module("tok", std::make_shared<nn::Embedding>(vocab, d));
-    pos = register_module("pos", std::make_shared<nn::Embedding>(T, d));
+    tok = register_module("tok", nn::Embedding(vocab, d));
+    pos = register_module("pos", nn::Embedding(T, d));
     blocks = register_module("blocks", std::make_shared<nn::Sequential>());
     for (int64_t i = 0; i < n_layer; ++i) blocks->push_back(std::make_shared<Block>(d, n_head));
     ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(Shape{d}));
@@ -232,7 +232,7 @@ class CharGpt : public nn::Module {
     x = ln_f->forward(blocks->forward(x));
     return matmul(x, tok->weight.t());   // weight tying
   }
-  std::shared_ptr<nn::Embedding> tok, pos;
+  nn::Embedding tok{nullptr}, pos{nullptr};
   std::shared_ptr<nn::Sequential> blocks;
   std::shared_ptr<nn::LayerNorm> ln_f;
 };

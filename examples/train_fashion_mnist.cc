@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       std::vector<int64_t> sizes = {784};
       for (int64_t h : parse_sizes(absl::GetFlag(FLAGS_hidden))) sizes.push_back(h);
       sizes.push_back(10);
-      model = std::make_shared<nn::MLP>(sizes);
+      model = nn::MLP(sizes);
       model_desc = "MLP " + absl::GetFlag(FLAGS_hidden);
       if (lr == 0) lr = 3e-3;
     } else if (model_name == "cnn") {

@@ -24,7 +24,7 @@ Tensor additive(const Tensor& m, DType dtype) {
 
 }  // namespace
 
-MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, double p, bool bias, bool bf)
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t e, int64_t h, double p, bool bias, bool bf)
     : Module("MultiheadAttention"),
       embed_dim(e),
       num_heads(h),
@@ -39,18 +39,18 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, double p, bool bias
          e, h);
   if (!(p >= 0 && p <= 1))
     fail("nn::MultiheadAttention: dropout probability has to be between 0 and 1, but got %g", p);
-  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, bias));
+  out_proj = register_module("out_proj", std::make_shared<LinearImpl>(e, e, bias));
   if (bias) {
     NoGradGuard g;
     out_proj->bias.zero_();
   }
 }
 
-Tensor MultiheadAttention::forward(const Tensor& x) {
+Tensor MultiheadAttentionImpl::forward(const Tensor& x) {
   return std::get<0>(forward(x, x, x, Tensor(), false));
 }
 
-std::tuple<Tensor, Tensor> MultiheadAttention::forward(
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
     const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_padding_mask,
     bool need_weights, const Tensor& attn_mask, bool average_attn_weights, bool is_causal) {
   const int64_t E = embed_dim, H = num_heads, D = head_dim;
@@ -146,7 +146,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(
   return {o, weights};
 }
 
-std::string MultiheadAttention::extra_repr() const {
+std::string MultiheadAttentionImpl::extra_repr() const {
   std::ostringstream os;
   os << "embed_dim=" << embed_dim << ", num_heads=" << num_heads << ", dropout=" << dropout
      << ", batch_first=" << (batch_first ? "True" : "False");

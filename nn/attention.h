@@ -12,9 +12,9 @@
 
 namespace sloth::nn {
 
-class MultiheadAttention : public Module {
+class MultiheadAttentionImpl : public Module {
  public:
-  MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0,
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads, double dropout = 0.0,
                      bool bias = true, bool batch_first = false);
 
   // (output, attention weights). Masks as in PyTorch: a bool key_padding_mask [N, S] or
@@ -36,10 +36,27 @@ class MultiheadAttention : public Module {
   bool batch_first;
   Tensor& in_proj_weight;
   Tensor& in_proj_bias;  // undefined when bias = false
-  std::shared_ptr<Linear> out_proj;
+  std::shared_ptr<LinearImpl> out_proj;
 
  protected:
   std::string extra_repr() const override;
+};
+
+// Holders (LibTorch's names) over the Impl classes above.
+class MultiheadAttention : public ModuleHolder<MultiheadAttentionImpl> {
+ public:
+  using ModuleHolder<MultiheadAttentionImpl>::ModuleHolder;
+  using Impl = MultiheadAttentionImpl;
+  // Spelled out (not only the holder's forwarding template) so `{}` works for a mask.
+  std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const Tensor& key_padding_mask = {},
+                                     bool need_weights = true, const Tensor& attn_mask = {},
+                                     bool average_attn_weights = true,
+                                     bool is_causal = false) const {
+    return get()->forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                          average_attn_weights, is_causal);
+  }
+  Tensor forward(const Tensor& x) const { return get()->forward(x); }
 };
 
 }  // namespace sloth::nn

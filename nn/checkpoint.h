@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "nn/module.h"
-#include "sloth/sloth.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::nn {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "sloth/sloth.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::nn {
 

@@ -93,27 +93,27 @@ std::string ConvNd::extra_repr() const {
   return os.str();
 }
 
-Conv1d::Conv1d(const Conv1dOptions& o)
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& o)
     : ConvNd("Conv1d", false, Conv2dOptions(o.in_channels(), o.out_channels(), 1), &o) {}
-Tensor Conv1d::forward(const Tensor& x) {
+Tensor Conv1dImpl::forward(const Tensor& x) {
   if (!padding_mode.empty())
     return conv1d_padding_mode(x, weight, bias, stride, padding_mode, dilation, groups);
   return conv1d(x, weight, bias, stride, padding, dilation, groups);
 }
 
-Conv2d::Conv2d(const Conv2dOptions& o) : ConvNd("Conv2d", false, o, nullptr) {}
-Tensor Conv2d::forward(const Tensor& x) {
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : ConvNd("Conv2d", false, o, nullptr) {}
+Tensor Conv2dImpl::forward(const Tensor& x) {
   if (!padding_mode.empty())
     return conv2d_padding_mode(x, weight, bias, stride, padding_mode, dilation, groups);
   return conv2d(x, weight, bias, stride, padding, dilation, groups);
 }
 
-ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o)
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o)
     : ConvNd("ConvTranspose2d", true, o, nullptr) {
   if (!padding_mode.empty())
     fail("nn::ConvTranspose2d: only explicit padding is supported (got padding='%s')", padding_mode);
 }
-Tensor ConvTranspose2d::forward(const Tensor& x) {
+Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
   return conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 

@@ -25,14 +25,6 @@ struct Ints {
   Shape expand(size_t n, const char* what) const;
 };
 
-// A fluent option: `opts.stride(2)` sets, `opts.stride()` reads (LibTorch's TORCH_ARG).
-#define SLOTH_NN_ARG(T, name)                          \
- public:                                               \
-  auto& name(const T& v) { name##_ = v; return *this; } \
-  const T& name() const { return name##_; }            \
- private:                                              \
-  T name##_
-
 // padding: explicit sizes, or "same" / "valid" (LibTorch's kSame / kValid).
 template <size_t D>
 class ConvOptions {
@@ -77,28 +69,33 @@ class ConvNd : public Module {
   bool transposed_;
 };
 
-class Conv1d : public ConvNd {
+class Conv1dImpl : public ConvNd {
  public:
-  explicit Conv1d(const Conv1dOptions& options);
-  Conv1d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options);
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : Conv1dImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
 
-class Conv2d : public ConvNd {
+class Conv2dImpl : public ConvNd {
  public:
-  explicit Conv2d(const Conv2dOptions& options);
-  Conv2d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
 
-class ConvTranspose2d : public ConvNd {
+class ConvTranspose2dImpl : public ConvNd {
  public:
-  explicit ConvTranspose2d(const ConvTranspose2dOptions& options);
-  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Ints kernel_size)
-      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Ints kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
 };
+
+// Holders (LibTorch's names) over the Impl classes above.
+SLOTH_MODULE(Conv1d);
+SLOTH_MODULE(Conv2d);
+SLOTH_MODULE(ConvTranspose2d);
 
 }  // namespace sloth::nn

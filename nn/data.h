@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sloth/sloth.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::data {
 

@@ -24,13 +24,13 @@ Tensor dropout2d(const Tensor& x, double p, bool training) {
 
 namespace sloth::nn {
 
-std::string Flatten::extra_repr() const {
+std::string FlattenImpl::extra_repr() const {
   return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
 }
 
-Dropout2d::Dropout2d(double p_) : Module("Dropout2d"), p(p_) {
+Dropout2dImpl::Dropout2dImpl(double p_) : Module("Dropout2d"), p(p_) {
   if (!(p >= 0 && p <= 1)) fail("nn::Dropout2d: p must be in [0, 1], got %g", p);
 }
-std::string Dropout2d::extra_repr() const { return "p=" + std::to_string(p); }
+std::string Dropout2dImpl::extra_repr() const { return "p=" + std::to_string(p); }
 
 }  // namespace sloth::nn

@@ -9,8 +9,10 @@ Module::Module(std::string name) : name_(std::move(name)) {}
 Module::~Module() = default;
 
 Tensor Module::forward(const Tensor&) {
-  fail("%s.forward: this module has no forward(); override forward(const Tensor&) or call "
-       "its submodules directly",
+  fail("%s.forward: this module has no forward(const Tensor&) reachable through a Module "
+       "pointer; a `Tensor forward(Tensor x)` hides it without overriding it. Call the module "
+       "through its own type or a holder (SLOTH_MODULE(Name), where any forward signature "
+       "works), or declare `Tensor forward(const Tensor& x) override`",
        name_);
 }
 
@@ -163,7 +165,7 @@ void check_positive(const char* what, const char* arg, int64_t v) {
 }
 }  // namespace
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias)
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
     : Module("Linear"),
       in_features((check_positive("nn::Linear", "in_features", in), in)),
       out_features((check_positive("nn::Linear", "out_features", out), out)),
@@ -171,24 +173,24 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
       bias(register_parameter("bias",
                               with_bias ? uniform({out}, 1.0 / std::sqrt(double(in))) : Tensor())) {}
 
-Tensor Linear::forward(const Tensor& x) {
+Tensor LinearImpl::forward(const Tensor& x) {
   if (x.dim() < 1 || x.size(-1) != in_features)
     fail("nn::Linear(%d, %d): input of shape %s has %d features in its last dim, expected %d",
          in_features, out_features, shape_str(x.shape()), x.dim() ? x.size(-1) : 0, in_features);
   return linear(x, weight, bias);
 }
 
-std::string Linear::extra_repr() const {
+std::string LinearImpl::extra_repr() const {
   std::ostringstream os;
   os << "in_features=" << in_features << ", out_features=" << out_features
      << ", bias=" << (bias.defined() ? "true" : "false");
   return os.str();
 }
 
-Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+DropoutImpl::DropoutImpl(double p_) : Module("Dropout"), p(p_) {
   if (!(p >= 0 && p <= 1)) fail("nn::Dropout: p must be in [0, 1], got %g", p);
 }
-std::string Dropout::extra_repr() const { return "p=" + std::to_string(p); }
+std::string DropoutImpl::extra_repr() const { return "p=" + std::to_string(p); }
 
 namespace {
 Tensor normal_init(const Shape& shape) {
@@ -197,13 +199,13 @@ Tensor normal_init(const Shape& shape) {
 }
 }  // namespace
 
-Embedding::Embedding(int64_t n, int64_t d)
+EmbeddingImpl::EmbeddingImpl(int64_t n, int64_t d)
     : Module("Embedding"),
       num_embeddings((check_positive("nn::Embedding", "num_embeddings", n), n)),
       embedding_dim((check_positive("nn::Embedding", "embedding_dim", d), d)),
       weight(register_parameter("weight", normal_init({n, d}))) {}
 
-std::string Embedding::extra_repr() const {
+std::string EmbeddingImpl::extra_repr() const {
   return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
 }
 
@@ -215,7 +217,7 @@ Tensor filled(const Shape& s, double v, bool on) {
 }
 }  // namespace
 
-LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
+LayerNormImpl::LayerNormImpl(Shape shape, double eps_, bool affine)
     : Module("LayerNorm"),
       normalized_shape(std::move(shape)),
       eps(eps_),
@@ -225,30 +227,48 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
   for (int64_t d : normalized_shape) check_positive("nn::LayerNorm", "normalized_shape", d);
 }
 
-Tensor LayerNorm::forward(const Tensor& x) {
+Tensor LayerNormImpl::forward(const Tensor& x) {
   return layer_norm(x, normalized_shape, weight, bias, eps);
 }
 
-std::string LayerNorm::extra_repr() const {
+std::string LayerNormImpl::extra_repr() const {
   std::ostringstream os;
   os << shape_str(normalized_shape) << ", eps=" << eps
      << ", elementwise_affine=" << (weight.defined() ? "true" : "false");
   return os.str();
 }
 
-Tensor Sequential::forward(const Tensor& x) {
+void SequentialImpl::push_back(const std::string& name, AnyModule m) {
+  if (m.is_empty()) fail("nn::Sequential::push_back: module '%s' is null (an empty holder?)", name);
+  add_child(name, m.ptr());   // checks the name first: nothing changes on error
+  modules_.push_back(std::move(m));
+}
+
+std::shared_ptr<Module> SequentialImpl::ptr(size_t i) const {
+  if (i >= modules_.size())
+    fail("nn::Sequential: index %d is out of range for a Sequential of %d modules",
+         static_cast<int64_t>(i), static_cast<int64_t>(modules_.size()));
+  return modules_[i].ptr();
+}
+
+Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor h = x;
-  for (const auto& m : children()) h = m->forward(h);
+  for (const AnyModule& m : modules_) h = m.forward(h);
   return h;
 }
 
-MLP::MLP(const std::vector<int64_t>& sizes, bool bias) {
+Tensor AnyModule::forward(const Tensor& x) const {
+  if (!forward_) fail("nn::AnyModule::forward: this AnyModule is empty");
+  return forward_(x);
+}
+
+MLPImpl::MLPImpl(const std::vector<int64_t>& sizes, bool bias) {
   if (sizes.size() < 2)
     fail("nn::MLP: needs at least 2 sizes (inputs and outputs), got %d",
          static_cast<int64_t>(sizes.size()));
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    push_back(std::make_shared<Linear>(sizes[i], sizes[i + 1], bias));
-    if (i + 2 < sizes.size()) push_back(std::make_shared<ReLU>());
+    push_back(std::make_shared<LinearImpl>(sizes[i], sizes[i + 1], bias));
+    if (i + 2 < sizes.size()) push_back(std::make_shared<ReLUImpl>());
   }
 }
 

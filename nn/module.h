@@ -1,17 +1,20 @@
 // sloth::nn modules, LibTorch style: a model is a struct deriving from nn::Module that
-// registers its parameters and submodules; modules are held by std::shared_ptr.
+// registers its parameters and submodules. The built-in modules are holders (nn::Linear is a
+// handle over a shared nn::LinearImpl; see nn/holder.h), and SLOTH_MODULE(Net) makes one for
+// a user module:
 //
-//   struct Net : sloth::nn::Module {
-//     std::shared_ptr<sloth::nn::Linear> fc1, fc2;
-//     Net() : Module("Net") {
-//       fc1 = register_module("fc1", std::make_shared<sloth::nn::Linear>(784, 128));
-//       fc2 = register_module("fc2", std::make_shared<sloth::nn::Linear>(128, 10));
+//   struct NetImpl : sloth::nn::Module {
+//     NetImpl() {
+//       fc1 = register_module("fc1", sloth::nn::Linear(784, 128));
+//       fc2 = register_module("fc2", sloth::nn::Linear(128, 10));
 //     }
-//     sloth::Tensor forward(const sloth::Tensor& x) override {
-//       return fc2->forward(sloth::relu(fc1->forward(x)));
-//     }
+//     sloth::Tensor forward(sloth::Tensor x) { return fc2(sloth::relu(fc1(x))); }
+//     sloth::nn::Linear fc1{nullptr}, fc2{nullptr};
 //   };
+//   SLOTH_MODULE(Net);   // Net net; net(x); net->parameters();
 //
+// (Deriving from Module and overriding `Tensor forward(const Tensor&)`, held by
+// std::shared_ptr, works as before.)
 // Names: named_parameters() yields dotted names in registration order ("fc1.weight",
 // "fc1.bias", ...; Sequential children are named "0", "1", ... as in PyTorch).
 // Parameters are leaf tensors that require grad; initialization runs under NoGradGuard.
@@ -24,7 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "sloth/sloth.h"
+#include "nn/holder.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::nn {
 
@@ -82,10 +86,23 @@ class Module : public std::enable_shared_from_this<Module> {
   // absent buffer (skipped by buffers()). In-place writes through the reference (running
   // statistics) are recorded in the step graph like any other write.
   Tensor& register_buffer(const std::string& name, Tensor t);
+  // Registers a submodule and returns what it was given. Takes a std::shared_ptr to a module
+  // (or to a holder: what std::make_shared<nn::Linear> makes) or a holder by value, LibTorch's
+  // `fc1 = register_module("fc1", nn::Linear(784, 64))`; the holder returned shares the
+  // registered module.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
-    add_child(name, m);
+    if constexpr (is_module_holder_v<M>)
+      add_child(name, m ? holder_impl(*m) : nullptr);
+    else
+      add_child(name, m);
     return m;
+  }
+  template <class H>
+    requires is_module_holder_v<H>
+  std::remove_cvref_t<H> register_module(const std::string& name, const H& holder) {
+    add_child(name, holder_impl(holder));
+    return holder;
   }
 
  protected:
@@ -105,9 +122,21 @@ class Module : public std::enable_shared_from_this<Module> {
 
 // y = x W^T + b. W: [out, in] ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_ with
 // a = sqrt(5)); b: [out] ~ U(-1/sqrt(in), 1/sqrt(in)).
-class Linear : public Module {
+// LibTorch's builder: nn::Linear(nn::LinearOptions(4, 3).bias(false)).
+class LinearOptions {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  LinearOptions(int64_t in_features, int64_t out_features)
+      : in_features_(in_features), out_features_(out_features) {}
+  SLOTH_NN_ARG(int64_t, in_features);
+  SLOTH_NN_ARG(int64_t, out_features);
+  SLOTH_NN_ARG(bool, bias) = true;
+};
+
+class LinearImpl : public Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit LinearImpl(const LinearOptions& o)
+      : LinearImpl(o.in_features(), o.out_features(), o.bias()) {}
   Tensor forward(const Tensor& x) override;
   int64_t in_features, out_features;
   Tensor& weight;
@@ -116,23 +145,32 @@ class Linear : public Module {
   std::string extra_repr() const override;
 };
 
-class ReLU : public Module {
+class ReLUImpl : public Module {
  public:
-  ReLU() : Module("ReLU") {}
+  ReLUImpl() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override { return relu(x); }
 };
 
-class GELU : public Module {
+class GELUImpl : public Module {
  public:
-  GELU() : Module("GELU") {}
+  GELUImpl() : Module("GELU") {}
   Tensor forward(const Tensor& x) override { return gelu(x); }
 };
 
 // Zeroes each element with probability p in training mode and scales the rest by 1/(1-p);
 // the identity in eval mode.
-class Dropout : public Module {
+// nn::Dropout(nn::DropoutOptions().p(0.2)) or nn::Dropout(0.2).
+class DropoutOptions {
  public:
-  explicit Dropout(double p = 0.5);
+  DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT: implicit, as LibTorch
+  SLOTH_NN_ARG(double, p);
+  SLOTH_NN_ARG(bool, inplace) = false;   // accepted; sloth's result is always a new value
+};
+
+class DropoutImpl : public Module {
+ public:
+  explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(const DropoutOptions& o) : DropoutImpl(o.p()) {}
   Tensor forward(const Tensor& x) override { return dropout(x, p, is_training()); }
   double p;
  protected:
@@ -140,9 +178,9 @@ class Dropout : public Module {
 };
 
 // A lookup table [num_embeddings, embedding_dim] ~ N(0, 1); forward takes int64 indices.
-class Embedding : public Module {
+class EmbeddingImpl : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim);
   Tensor forward(const Tensor& indices) override { return embedding(weight, indices); }
   int64_t num_embeddings, embedding_dim;
   Tensor& weight;
@@ -151,9 +189,9 @@ class Embedding : public Module {
 };
 
 // Normalizes over the trailing `normalized_shape` dims; weight = 1, bias = 0 at init.
-class LayerNorm : public Module {
+class LayerNormImpl : public Module {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNormImpl(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   Tensor forward(const Tensor& x) override;
   Shape normalized_shape;
   double eps;
@@ -163,30 +201,77 @@ class LayerNorm : public Module {
   std::string extra_repr() const override;
 };
 
-// Runs its children in order; children are named "0", "1", ...
-class Sequential : public Module {
+// Runs its children in order; children are named "0", "1", ... (or the names given to
+// push_back(name, module)). Each child is held as an AnyModule made from its static type, so
+// its own forward is called whatever its signature (forward(Tensor) included); a child without
+// a forward taking one Tensor does not compile. Children are given as holders
+// (`seq->push_back(nn::Linear(4, 3))`), std::shared_ptrs to modules or to holders, or
+// AnyModules.
+class SequentialImpl : public Module {
  public:
-  Sequential() : Module("Sequential") {}
+  SequentialImpl() : Module("Sequential") {}
   template <class... M>
-  explicit Sequential(std::shared_ptr<M>... modules) : Module("Sequential") {
-    (push_back(std::move(modules)), ...);
+    requires(sizeof...(M) > 0 && (std::is_constructible_v<AnyModule, M> && ...))
+  explicit SequentialImpl(M&&... modules) : Module("Sequential") {
+    (push_back(std::forward<M>(modules)), ...);
   }
   template <class M>
   std::shared_ptr<M> push_back(std::shared_ptr<M> m) {
-    add_child(std::to_string(size()), m);
+    push_back(std::to_string(size()), m);
     return m;
   }
+  template <class H>
+    requires is_module_holder_v<H>
+  std::remove_cvref_t<H> push_back(const H& h) {
+    push_back(std::to_string(size()), h);
+    return h;
+  }
+  void push_back(AnyModule m) { push_back(std::to_string(size()), std::move(m)); }
+  void push_back(const std::string& name, AnyModule m);
   Tensor forward(const Tensor& x) override;
-  size_t size() const { return named_children().size(); }
-  std::shared_ptr<Module> operator[](size_t i) const { return children().at(i); }
+  size_t size() const { return modules_.size(); }
+  bool is_empty() const { return modules_.empty(); }
+  std::shared_ptr<Module> operator[](size_t i) const { return ptr(i); }
+  // The i-th child (throws naming the size for a bad index); typed: nullptr when it is not a T.
+  std::shared_ptr<Module> ptr(size_t i) const;
+  template <class T>
+  std::shared_ptr<T> ptr(size_t i) const { return std::dynamic_pointer_cast<T>(ptr(i)); }
+  std::vector<AnyModule>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<AnyModule>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  std::vector<AnyModule> modules_;
+};
+
+// The holder adds Sequential's own calls, so today's value spelling
+// (`nn::Sequential net(...); net.push_back(...)`) works beside LibTorch's `net->push_back`.
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  using Impl = SequentialImpl;
+  template <class... M>
+  decltype(auto) push_back(M&&... m) const {
+    return get()->push_back(std::forward<M>(m)...);
+  }
+  size_t size() const { return get()->size(); }
+  std::shared_ptr<Module> operator[](size_t i) const { return get()->ptr(i); }
 };
 
 // Linear layers of the given sizes with ReLU between them and nothing after the last:
 // MLP({784, 256, 10}) = Sequential(Linear(784,256), ReLU, Linear(256,10)), so the names are
 // "0.weight", "0.bias", "2.weight", "2.bias".
-class MLP : public Sequential {
+class MLPImpl : public SequentialImpl {
  public:
-  explicit MLP(const std::vector<int64_t>& sizes, bool bias = true);
+  explicit MLPImpl(const std::vector<int64_t>& sizes, bool bias = true);
 };
+
+// Holders (LibTorch's names): nn::Linear is a handle over a shared nn::LinearImpl.
+SLOTH_MODULE(Linear);
+SLOTH_MODULE(ReLU);
+SLOTH_MODULE(GELU);
+SLOTH_MODULE(Dropout);
+SLOTH_MODULE(Embedding);
+SLOTH_MODULE(LayerNorm);
+SLOTH_MODULE(MLP);
 
 }  // namespace sloth::nn

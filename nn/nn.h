@@ -5,6 +5,7 @@
 #include "nn/conv.h"     // convolution and pooling
 #include "nn/pooling.h"  // convolution and pooling
 #include "nn/data.h"
+#include "nn/holder.h"
 #include "nn/module.h"
 // ---- normalization, layers, clipping (nn) ----
 #include "nn/clip_grad.h"
@@ -14,3 +15,5 @@
 // ---- attention and transformer modules ----
 #include "nn/attention.h"
 #include "nn/transformer.h"
+// ---- LibTorch API: loss modules ----
+#include "nn/loss.h"

@@ -83,19 +83,19 @@ std::string BatchNormBase::extra_repr() const {
   return os.str();
 }
 
-void BatchNorm1d::check_input_dim(const Tensor& x) const {
+void BatchNorm1dImpl::check_input_dim(const Tensor& x) const {
   if (x.dim() != 2 && x.dim() != 3)
     fail("nn::BatchNorm1d: expected 2D or 3D input (got %dD input of shape %s)", x.dim(),
          shape_str(x.shape()));
 }
 
-void BatchNorm2d::check_input_dim(const Tensor& x) const {
+void BatchNorm2dImpl::check_input_dim(const Tensor& x) const {
   if (x.dim() != 4)
     fail("nn::BatchNorm2d: expected 4D input (got %dD input of shape %s)", x.dim(),
          shape_str(x.shape()));
 }
 
-GroupNorm::GroupNorm(int64_t g, int64_t c, double eps_, bool affine_)
+GroupNormImpl::GroupNormImpl(int64_t g, int64_t c, double eps_, bool affine_)
     : Module("GroupNorm"),
       num_groups(g),
       num_channels(c),
@@ -111,11 +111,11 @@ GroupNorm::GroupNorm(int64_t g, int64_t c, double eps_, bool affine_)
          c, g);
 }
 
-Tensor GroupNorm::forward(const Tensor& x) {
+Tensor GroupNormImpl::forward(const Tensor& x) {
   return group_norm(x, num_groups, weight, bias, eps);
 }
 
-std::string GroupNorm::extra_repr() const {
+std::string GroupNormImpl::extra_repr() const {
   std::ostringstream os;
   os << num_groups << ", " << num_channels << ", eps=" << eps
      << ", affine=" << (affine ? "true" : "false");

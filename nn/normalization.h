@@ -39,9 +39,9 @@ class BatchNormBase : public Module {
   std::string extra_repr() const override;
 };
 
-class BatchNorm1d : public BatchNormBase {
+class BatchNorm1dImpl : public BatchNormBase {
  public:
-  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
+  explicit BatchNorm1dImpl(int64_t num_features, double eps = 1e-5,
                        std::optional<double> momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNormBase("BatchNorm1d", num_features, eps, momentum, affine, track_running_stats) {}
@@ -49,9 +49,9 @@ class BatchNorm1d : public BatchNormBase {
   void check_input_dim(const Tensor& x) const override;
 };
 
-class BatchNorm2d : public BatchNormBase {
+class BatchNorm2dImpl : public BatchNormBase {
  public:
-  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
+  explicit BatchNorm2dImpl(int64_t num_features, double eps = 1e-5,
                        std::optional<double> momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNormBase("BatchNorm2d", num_features, eps, momentum, affine, track_running_stats) {}
@@ -60,9 +60,9 @@ class BatchNorm2d : public BatchNormBase {
 };
 
 // weight (ones) and bias (zeros) of shape [num_channels] when affine.
-class GroupNorm : public Module {
+class GroupNormImpl : public Module {
  public:
-  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& x) override;
   int64_t num_groups, num_channels;
   double eps;
@@ -72,5 +72,10 @@ class GroupNorm : public Module {
  protected:
   std::string extra_repr() const override;
 };
+
+// Holders (LibTorch's names) over the Impl classes above.
+SLOTH_MODULE(BatchNorm1d);
+SLOTH_MODULE(BatchNorm2d);
+SLOTH_MODULE(GroupNorm);
 
 }  // namespace sloth::nn

@@ -118,15 +118,15 @@ void Optimizer::load(const std::string& path) {
 
 // ---- SGD -------------------------------------------------------------------------------------
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params), o.lr), options_(o) {
-  if (o.momentum < 0) fail("SGD: invalid momentum %g", o.momentum);
-  if (o.weight_decay < 0) fail("SGD: invalid weight_decay %g", o.weight_decay);
-  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params), o.lr()), options_(o) {
+  if (o.momentum() < 0) fail("SGD: invalid momentum %g", o.momentum());
+  if (o.weight_decay() < 0) fail("SGD: invalid weight_decay %g", o.weight_decay());
+  if (o.nesterov() && (o.momentum() <= 0 || o.dampening() != 0))
     fail("SGD: nesterov momentum requires a momentum > 0 and zero dampening");
 }
 
 std::vector<std::string> SGD::state_names() const {
-  if (options_.momentum != 0) return {"momentum_buffer"};
+  if (options_.momentum() != 0) return {"momentum_buffer"};
   return {};
 }
 
@@ -139,16 +139,16 @@ void SGD::step() {
     Tensor d = p.grad();
     if (!d.defined()) continue;
     ++steps_[i];
-    if (o.weight_decay != 0) d = d + p * o.weight_decay;
-    if (o.momentum != 0) {
+    if (o.weight_decay() != 0) d = d + p * o.weight_decay();
+    if (o.momentum() != 0) {
       auto it = state_[i].find("momentum_buffer");
       if (it == state_[i].end()) {
         it = state_[i].emplace("momentum_buffer", d.clone().detach()).first;
       } else {
-        it->second.mul_(o.momentum);
-        it->second.add_(o.dampening == 0 ? d : d * (1 - o.dampening));
+        it->second.mul_(o.momentum());
+        it->second.add_(o.dampening() == 0 ? d : d * (1 - o.dampening()));
       }
-      d = o.nesterov ? d + it->second * o.momentum : it->second;
+      d = o.nesterov() ? d + it->second * o.momentum() : it->second;
     }
     p.sub_(d * lr);
   }
@@ -159,11 +159,11 @@ void SGD::step() {
 Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Adam(std::move(params), o, false) {}
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
-    : Optimizer(std::move(params), o.lr), options_(o), decoupled_(decoupled) {
-  if (!(o.eps >= 0)) fail("%s: invalid eps %g", name(), o.eps);
-  if (!(o.beta1 >= 0 && o.beta1 < 1)) fail("%s: invalid beta1 %g (must be in [0, 1))", name(), o.beta1);
-  if (!(o.beta2 >= 0 && o.beta2 < 1)) fail("%s: invalid beta2 %g (must be in [0, 1))", name(), o.beta2);
-  if (!(o.weight_decay >= 0)) fail("%s: invalid weight_decay %g", name(), o.weight_decay);
+    : Optimizer(std::move(params), o.lr()), options_(o), decoupled_(decoupled) {
+  if (!(o.eps() >= 0)) fail("%s: invalid eps %g", name(), o.eps());
+  if (!(o.beta1() >= 0 && o.beta1() < 1)) fail("%s: invalid beta1 %g (must be in [0, 1))", name(), o.beta1());
+  if (!(o.beta2() >= 0 && o.beta2() < 1)) fail("%s: invalid beta2 %g (must be in [0, 1))", name(), o.beta2());
+  if (!(o.weight_decay() >= 0)) fail("%s: invalid weight_decay %g", name(), o.weight_decay());
 }
 
 std::vector<std::string> Adam::state_names() const { return {"exp_avg", "exp_avg_sq"}; }
@@ -189,27 +189,27 @@ void Adam::step() {
     if (!g.defined()) continue;
     auto& st = state_[i];
     const int64_t t = ++steps_[i];
-    if (o.weight_decay != 0) {
-      if (decoupled_) p.mul_(scalar(1 - lr_ * o.weight_decay));
-      else g = g + p * o.weight_decay;
+    if (o.weight_decay() != 0) {
+      if (decoupled_) p.mul_(scalar(1 - lr_ * o.weight_decay()));
+      else g = g + p * o.weight_decay();
     }
     Tensor& m = st["exp_avg"];
     Tensor& v = st["exp_avg_sq"];
-    m.mul_(o.beta1);
-    m.add_(g * (1 - o.beta1));
-    v.mul_(o.beta2);
-    v.add_(g * g * (1 - o.beta2));
-    const double bc1 = 1 - std::pow(o.beta1, double(t));
-    const double bc2 = 1 - std::pow(o.beta2, double(t));
+    m.mul_(o.beta1());
+    m.add_(g * (1 - o.beta1()));
+    v.mul_(o.beta2());
+    v.add_(g * g * (1 - o.beta2()));
+    const double bc1 = 1 - std::pow(o.beta1(), double(t));
+    const double bc2 = 1 - std::pow(o.beta2(), double(t));
     Tensor step_size = scalar(lr_ / bc1);
     Tensor bc2_sqrt = scalar(std::sqrt(bc2));
-    Tensor denom = v.sqrt() / bc2_sqrt + o.eps;
+    Tensor denom = v.sqrt() / bc2_sqrt + o.eps();
     p.sub_(m / denom * step_size);
   }
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
-    : Adam(std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true) {}
+    : Adam(std::move(params), AdamOptions{o.lr(), o.beta1(), o.beta2(), o.eps(), o.weight_decay()}, true) {}
 
 // ---- schedules ---------------------------------------------------------------------------------
 

@@ -17,14 +17,16 @@
 // (including the learning rate), so a resumed run continues bit for bit.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "sloth/sloth.h"
+#include "sloth/sloth_core.h"
 
 namespace sloth::optim {
 
@@ -56,19 +58,52 @@ class Optimizer {
   std::vector<std::map<std::string, Tensor>> state_;   // per parameter
 };
 
-struct SGDOptions {
-  double lr = 0.01;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
+// Options are written either way (both spellings set the same fields):
+//   SGDOptions{.lr = 0.1, .momentum = 0.9}            designated initializers
+//   SGDOptions(0.1).momentum(0.9).nesterov(true)      LibTorch's builder
+// and read as `o.momentum` (converts to double) or `o.momentum()`. Each field is an
+// OptionField: a value that converts to and from its type, and whose call `o.momentum(0.9)`
+// sets it and returns the options object holding it (found from the field's offset, the
+// options structs being standard-layout aggregates).
+template <class Owner, class T, size_t (*Offset)()>
+struct OptionField {
+  T value;
+  OptionField(T v) : value(v) {}  // NOLINT: implicit, for `.momentum = 0.9`
+  template <class O2, size_t (*F2)()>
+  OptionField(const OptionField<O2, T, F2>& o) : value(o.value) {}  // NOLINT: another options'
+  operator T() const { return value; }  // NOLINT: implicit
+  T operator()() const { return value; }
+  Owner& operator()(T v) {
+    value = v;
+    return *reinterpret_cast<Owner*>(reinterpret_cast<char*>(this) - Offset());
+  }
 };
+
+#define SLOTH_OPTION_FIELD(Owner, T, name)                                  \
+  static size_t name##_offset();                                           \
+  ::sloth::optim::OptionField<Owner, T, &Owner::name##_offset> name
+#define SLOTH_OPTION_OFFSET(Owner, name) \
+  inline size_t Owner::name##_offset() { return offsetof(Owner, name); }
+
+struct SGDOptions {
+  SLOTH_OPTION_FIELD(SGDOptions, double, lr) = 0.01;
+  SLOTH_OPTION_FIELD(SGDOptions, double, momentum) = 0;
+  SLOTH_OPTION_FIELD(SGDOptions, double, dampening) = 0;
+  SLOTH_OPTION_FIELD(SGDOptions, double, weight_decay) = 0;
+  SLOTH_OPTION_FIELD(SGDOptions, bool, nesterov) = false;
+};
+SLOTH_OPTION_OFFSET(SGDOptions, lr)
+SLOTH_OPTION_OFFSET(SGDOptions, momentum)
+SLOTH_OPTION_OFFSET(SGDOptions, dampening)
+SLOTH_OPTION_OFFSET(SGDOptions, weight_decay)
+SLOTH_OPTION_OFFSET(SGDOptions, nesterov)
 
 // PyTorch's SGD: d = g + wd*p; buf = d (first step) else buf = momentum*buf + (1-dampening)*d;
 // d = nesterov ? d + momentum*buf : buf; p -= lr*d.
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options = {});
+  SGD(std::vector<Tensor> params, double lr) : SGD(std::move(params), SGDOptions(lr)) {}
   void step() override;
   std::string name() const override { return "SGD"; }
   const SGDOptions& options() const { return options_; }
@@ -79,18 +114,32 @@ class SGD : public Optimizer {
 };
 
 struct AdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0;   // Adam: L2 (added to the gradient); AdamW: decoupled
+  SLOTH_OPTION_FIELD(AdamOptions, double, lr) = 1e-3;
+  SLOTH_OPTION_FIELD(AdamOptions, double, beta1) = 0.9;
+  SLOTH_OPTION_FIELD(AdamOptions, double, beta2) = 0.999;
+  SLOTH_OPTION_FIELD(AdamOptions, double, eps) = 1e-8;
+  // Adam: L2 (added to the gradient); AdamW: decoupled
+  SLOTH_OPTION_FIELD(AdamOptions, double, weight_decay) = 0;
+  // LibTorch's `.betas({0.9, 0.999})`.
+  AdamOptions& betas(std::tuple<double, double> b) {
+    beta1 = std::get<0>(b);
+    beta2 = std::get<1>(b);
+    return *this;
+  }
+  std::tuple<double, double> betas() const { return {beta1, beta2}; }
 };
+SLOTH_OPTION_OFFSET(AdamOptions, lr)
+SLOTH_OPTION_OFFSET(AdamOptions, beta1)
+SLOTH_OPTION_OFFSET(AdamOptions, beta2)
+SLOTH_OPTION_OFFSET(AdamOptions, eps)
+SLOTH_OPTION_OFFSET(AdamOptions, weight_decay)
 
 // PyTorch's Adam (amsgrad = false): g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
 // p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options = {});
+  Adam(std::vector<Tensor> params, double lr) : Adam(std::move(params), AdamOptions(lr)) {}
   void step() override;
   std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return options_; }
@@ -104,15 +153,27 @@ class Adam : public Optimizer {
 
 // PyTorch's AdamW: p *= 1 - lr*wd, then Adam's update without L2. Default weight_decay 1e-2.
 struct AdamWOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
+  SLOTH_OPTION_FIELD(AdamWOptions, double, lr) = 1e-3;
+  SLOTH_OPTION_FIELD(AdamWOptions, double, beta1) = 0.9;
+  SLOTH_OPTION_FIELD(AdamWOptions, double, beta2) = 0.999;
+  SLOTH_OPTION_FIELD(AdamWOptions, double, eps) = 1e-8;
+  SLOTH_OPTION_FIELD(AdamWOptions, double, weight_decay) = 1e-2;
+  AdamWOptions& betas(std::tuple<double, double> b) {
+    beta1 = std::get<0>(b);
+    beta2 = std::get<1>(b);
+    return *this;
+  }
+  std::tuple<double, double> betas() const { return {beta1, beta2}; }
 };
+SLOTH_OPTION_OFFSET(AdamWOptions, lr)
+SLOTH_OPTION_OFFSET(AdamWOptions, beta1)
+SLOTH_OPTION_OFFSET(AdamWOptions, beta2)
+SLOTH_OPTION_OFFSET(AdamWOptions, eps)
+SLOTH_OPTION_OFFSET(AdamWOptions, weight_decay)
 class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  AdamW(std::vector<Tensor> params, double lr) : AdamW(std::move(params), AdamWOptions(lr)) {}
 };
 
 // ---- learning-rate schedules: call step() once per epoch (or per iteration) ----

@@ -18,7 +18,7 @@ const char* py(bool b) { return b ? "True" : "False"; }
 
 }  // namespace
 
-MaxPool2d::MaxPool2d(const MaxPool2dOptions& o)
+MaxPool2dImpl::MaxPool2dImpl(const MaxPool2dOptions& o)
     : Module("MaxPool2d"),
       kernel_size(o.kernel_size().expand(2, "kernel_size")),
       stride(o.stride() ? o.stride()->expand(2, "stride") : kernel_size),
@@ -26,11 +26,11 @@ MaxPool2d::MaxPool2d(const MaxPool2dOptions& o)
       dilation(o.dilation().expand(2, "dilation")),
       ceil_mode(o.ceil_mode()) {}
 
-Tensor MaxPool2d::forward(const Tensor& x) {
+Tensor MaxPool2dImpl::forward(const Tensor& x) {
   return max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-std::string MaxPool2d::extra_repr() const {
+std::string MaxPool2dImpl::extra_repr() const {
   std::ostringstream os;
   os << "kernel_size=" << arg(kernel_size) << ", stride=" << arg(stride)
      << ", padding=" << arg(padding) << ", dilation=" << arg(dilation)
@@ -38,7 +38,7 @@ std::string MaxPool2d::extra_repr() const {
   return os.str();
 }
 
-AvgPool2d::AvgPool2d(const AvgPool2dOptions& o)
+AvgPool2dImpl::AvgPool2dImpl(const AvgPool2dOptions& o)
     : Module("AvgPool2d"),
       kernel_size(o.kernel_size().expand(2, "kernel_size")),
       stride(o.stride() ? o.stride()->expand(2, "stride") : kernel_size),
@@ -47,12 +47,12 @@ AvgPool2d::AvgPool2d(const AvgPool2dOptions& o)
       count_include_pad(o.count_include_pad()),
       divisor_override(o.divisor_override()) {}
 
-Tensor AvgPool2d::forward(const Tensor& x) {
+Tensor AvgPool2dImpl::forward(const Tensor& x) {
   return avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                     divisor_override);
 }
 
-std::string AvgPool2d::extra_repr() const {
+std::string AvgPool2dImpl::extra_repr() const {
   std::ostringstream os;
   os << "kernel_size=" << arg(kernel_size) << ", stride=" << arg(stride)
      << ", padding=" << arg(padding);
@@ -62,10 +62,10 @@ std::string AvgPool2d::extra_repr() const {
   return os.str();
 }
 
-AdaptiveAvgPool2d::AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& o)
+AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& o)
     : Module("AdaptiveAvgPool2d"), output_size(o.output_size().expand(2, "output_size")) {}
 
-std::string AdaptiveAvgPool2d::extra_repr() const {
+std::string AdaptiveAvgPool2dImpl::extra_repr() const {
   std::ostringstream os;
   os << "output_size=" << (output_size[0] == output_size[1]
                                ? std::to_string(output_size[0])

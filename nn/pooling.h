@@ -37,10 +37,10 @@ class AdaptiveAvgPool2dOptions {
   SLOTH_NN_ARG(Ints, output_size);
 };
 
-class MaxPool2d : public Module {
+class MaxPool2dImpl : public Module {
  public:
-  explicit MaxPool2d(const MaxPool2dOptions& options);
-  explicit MaxPool2d(Ints kernel_size) : MaxPool2d(MaxPool2dOptions(kernel_size)) {}
+  explicit MaxPool2dImpl(const MaxPool2dOptions& options);
+  explicit MaxPool2dImpl(Ints kernel_size) : MaxPool2dImpl(MaxPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   Shape kernel_size, stride, padding, dilation;
   bool ceil_mode;
@@ -48,10 +48,10 @@ class MaxPool2d : public Module {
   std::string extra_repr() const override;
 };
 
-class AvgPool2d : public Module {
+class AvgPool2dImpl : public Module {
  public:
-  explicit AvgPool2d(const AvgPool2dOptions& options);
-  explicit AvgPool2d(Ints kernel_size) : AvgPool2d(AvgPool2dOptions(kernel_size)) {}
+  explicit AvgPool2dImpl(const AvgPool2dOptions& options);
+  explicit AvgPool2dImpl(Ints kernel_size) : AvgPool2dImpl(AvgPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   Shape kernel_size, stride, padding;
   bool ceil_mode, count_include_pad;
@@ -60,15 +60,20 @@ class AvgPool2d : public Module {
   std::string extra_repr() const override;
 };
 
-class AdaptiveAvgPool2d : public Module {
+class AdaptiveAvgPool2dImpl : public Module {
  public:
-  explicit AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options);
-  explicit AdaptiveAvgPool2d(Ints output_size)
-      : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions(output_size)) {}
+  explicit AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& options);
+  explicit AdaptiveAvgPool2dImpl(Ints output_size)
+      : AdaptiveAvgPool2dImpl(AdaptiveAvgPool2dOptions(output_size)) {}
   Tensor forward(const Tensor& x) override { return adaptive_avg_pool2d(x, output_size); }
   Shape output_size;
  protected:
   std::string extra_repr() const override;
 };
+
+// Holders (LibTorch's names) over the Impl classes above.
+SLOTH_MODULE(MaxPool2d);
+SLOTH_MODULE(AvgPool2d);
+SLOTH_MODULE(AdaptiveAvgPool2d);
 
 }  // namespace sloth::nn

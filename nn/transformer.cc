@@ -2,7 +2,7 @@
 
 namespace sloth::nn {
 
-TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead,
                                                  int64_t dim_feedforward, double p,
                                                  const std::string& activation, double eps,
                                                  bool batch_first, bool nf)
@@ -11,29 +11,29 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
     fail("nn::TransformerEncoderLayer: activation should be \"relu\" or \"gelu\", not \"%s\"",
          activation);
   self_attn = register_module(
-      "self_attn", std::make_shared<MultiheadAttention>(d_model, nhead, p, true, batch_first));
-  linear1 = register_module("linear1", std::make_shared<Linear>(d_model, dim_feedforward));
-  dropout = register_module("dropout", std::make_shared<Dropout>(p));
-  linear2 = register_module("linear2", std::make_shared<Linear>(dim_feedforward, d_model));
-  norm1 = register_module("norm1", std::make_shared<LayerNorm>(Shape{d_model}, eps));
-  norm2 = register_module("norm2", std::make_shared<LayerNorm>(Shape{d_model}, eps));
-  dropout1 = register_module("dropout1", std::make_shared<Dropout>(p));
-  dropout2 = register_module("dropout2", std::make_shared<Dropout>(p));
+      "self_attn", std::make_shared<MultiheadAttentionImpl>(d_model, nhead, p, true, batch_first));
+  linear1 = register_module("linear1", std::make_shared<LinearImpl>(d_model, dim_feedforward));
+  dropout = register_module("dropout", std::make_shared<DropoutImpl>(p));
+  linear2 = register_module("linear2", std::make_shared<LinearImpl>(dim_feedforward, d_model));
+  norm1 = register_module("norm1", std::make_shared<LayerNormImpl>(Shape{d_model}, eps));
+  norm2 = register_module("norm2", std::make_shared<LayerNormImpl>(Shape{d_model}, eps));
+  dropout1 = register_module("dropout1", std::make_shared<DropoutImpl>(p));
+  dropout2 = register_module("dropout2", std::make_shared<DropoutImpl>(p));
 }
 
-Tensor TransformerEncoderLayer::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
+Tensor TransformerEncoderLayerImpl::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
                                          bool is_causal) {
   Tensor y = std::get<0>(self_attn->forward(x, x, x, kpm, false, mask, true, is_causal));
   return dropout1->forward(y);
 }
 
-Tensor TransformerEncoderLayer::ff_block(const Tensor& x) {
+Tensor TransformerEncoderLayerImpl::ff_block(const Tensor& x) {
   Tensor h = linear1->forward(x);
   h = gelu_activation ? gelu(h) : relu(h);
   return dropout2->forward(linear2->forward(dropout->forward(h)));
 }
 
-Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
+Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
                                         const Tensor& src_key_padding_mask, bool is_causal) {
   Tensor x = src;
   if (norm_first) {

@@ -1,4 +1,5 @@
-// sloth: a C++20 lazy-tensor runtime with graph batching. Include this one header.
+// sloth: a C++20 lazy-tensor runtime with graph batching. Include this one header: it brings
+// the tensor library and sloth::nn, sloth::optim and sloth::data, as <torch/torch.h> does.
 //
 //   sloth::Tensor x = sloth::randn({4, 3});
 //   sloth::Tensor y = sloth::relu(sloth::matmul(x, w) + b);   // recorded, not computed
@@ -6,12 +7,5 @@
 //   std::cout << y << "\n";                                    // reading is a sync point
 #pragma once
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "sloth/autograd_api.h"
-#include "sloth/func.h"
-#include "sloth/lazy_api.h"
-#include "sloth/ops.h"
-#include "sloth/profiler.h"
-#include "sloth/tensor.h"
+#include "sloth/sloth_core.h"
+#include "nn/nn.h"

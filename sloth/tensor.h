@@ -2,6 +2,8 @@
 // Operations record lazy IR; reading values (item, to_vector, printing) is a sync point.
 #pragma once
 
+#include <memory>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -173,6 +175,33 @@ class Tensor {
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
                                   bool sorted = true) const;
   Tensor multinomial(int64_t num_samples, bool replacement = false) const;
+  // ---- LibTorch conveniences (sloth/compat.cc) ----
+  // x.sum(1), x.mean(-1): one dim (a template so that sum({}) still means every dim).
+  template <std::integral I>
+  Tensor sum(I dim, bool keepdim = false) const { return sum(Shape{int64_t(dim)}, keepdim); }
+  template <std::integral I>
+  Tensor mean(I dim, bool keepdim = false) const { return mean(Shape{int64_t(dim)}, keepdim); }
+  // (values, indices) along dim, as LibTorch's max(dim) / min(dim).
+  template <std::integral I>
+  std::tuple<Tensor, Tensor> max(I dim, bool keepdim = false) const { return max_dim(dim, keepdim); }
+  template <std::integral I>
+  std::tuple<Tensor, Tensor> min(I dim, bool keepdim = false) const { return min_dim(dim, keepdim); }
+  std::tuple<Tensor, Tensor> max_dim(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min_dim(int64_t dim, bool keepdim = false) const;
+  // The p-norm of all elements (p = 2: sqrt(sum x^2)); float result.
+  Tensor norm(double p = 2) const;
+  Tensor norm(double p, int64_t dim, bool keepdim = false) const;   // along one dim
+  // kBool 0-dim: every / some element is nonzero.
+  Tensor all() const;
+  Tensor any() const;
+  Tensor to(DeviceType type) const { return to(Device{type, 0}); }
+  // LibTorch's `y.grad_fn()->name()` ("AddBackward0", "MeanBackward0"); nullptr for leaves
+  // and tensors without history.
+  struct GradFnInfo {
+    std::string name_;
+    const std::string& name() const { return name_; }
+  };
+  std::shared_ptr<const GradFnInfo> grad_fn() const;
 
   // Internal handle (used by the runtime's layers; not part of the stable API).
   const Ref<lazy::TensorImpl>& impl() const { return impl_; }

@@ -330,11 +330,11 @@ void set(Tensor& p, const Tensor& v) {
   NoGradGuard g;
   p.copy_(v);
 }
-void mha_params(nn::MultiheadAttention& m, int base) {
-  set(m.in_proj_weight, gen({24, 8}, base) * 0.3);
-  set(m.in_proj_bias, gen({24}, base + 1) * 0.1);
-  set(m.out_proj->weight, gen({8, 8}, base + 2) * 0.3);
-  set(m.out_proj->bias, gen({8}, base + 3) * 0.1);
+void mha_params(const nn::MultiheadAttention& m, int base) {
+  set(m->in_proj_weight, gen({24, 8}, base) * 0.3);
+  set(m->in_proj_bias, gen({24}, base + 1) * 0.1);
+  set(m->out_proj->weight, gen({8, 8}, base + 2) * 0.3);
+  set(m->out_proj->bias, gen({8}, base + 3) * 0.1);
 }
 
 TEST(MultiheadAttention, NamesShapesAndInit) {
@@ -343,11 +343,11 @@ TEST(MultiheadAttention, NamesShapesAndInit) {
   for (auto& [n, p] : m.named_parameters()) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight",
                                              "out_proj.bias"}));
-  EXPECT_EQ(m.in_proj_weight.shape(), (Shape{24, 8}));
-  EXPECT_EQ(values(m.in_proj_bias), std::vector<double>(24, 0.0));
-  EXPECT_EQ(values(m.out_proj->bias), std::vector<double>(8, 0.0));
+  EXPECT_EQ(m->in_proj_weight.shape(), (Shape{24, 8}));
+  EXPECT_EQ(values(m->in_proj_bias), std::vector<double>(24, 0.0));
+  EXPECT_EQ(values(m->out_proj->bias), std::vector<double>(8, 0.0));
   const double bound = std::sqrt(6.0 / 32);  // xavier_uniform_ of [24, 8]
-  for (double w : values(m.in_proj_weight)) EXPECT_LE(std::fabs(w), bound);
+  for (double w : values(m->in_proj_weight)) EXPECT_LE(std::fabs(w), bound);
   EXPECT_THROW(nn::MultiheadAttention(10, 3), Error);
   // bias = false: no bias parameters (PyTorch's names), and forward still runs.
   nn::MultiheadAttention nb(8, 2, 0.0, false);
@@ -395,15 +395,15 @@ TEST(MultiheadAttention, CrossAttentionBatchFirstPerHeadWeights) {
 }
 
 void tel_params(nn::TransformerEncoderLayer& l, int base) {
-  mha_params(*l.self_attn, base);
-  set(l.linear1->weight, gen({16, 8}, base + 4) * 0.3);
-  set(l.linear1->bias, gen({16}, base + 5) * 0.1);
-  set(l.linear2->weight, gen({8, 16}, base + 6) * 0.3);
-  set(l.linear2->bias, gen({8}, base + 7) * 0.1);
-  set(l.norm1->weight, gen({8}, base + 8) * 0.1 + 1.0);
-  set(l.norm1->bias, gen({8}, base + 9) * 0.1);
-  set(l.norm2->weight, gen({8}, base + 10) * 0.1 + 1.0);
-  set(l.norm2->bias, gen({8}, base + 11) * 0.1);
+  mha_params(l->self_attn, base);
+  set(l->linear1->weight, gen({16, 8}, base + 4) * 0.3);
+  set(l->linear1->bias, gen({16}, base + 5) * 0.1);
+  set(l->linear2->weight, gen({8, 16}, base + 6) * 0.3);
+  set(l->linear2->bias, gen({8}, base + 7) * 0.1);
+  set(l->norm1->weight, gen({8}, base + 8) * 0.1 + 1.0);
+  set(l->norm1->bias, gen({8}, base + 9) * 0.1);
+  set(l->norm2->weight, gen({8}, base + 10) * 0.1 + 1.0);
+  set(l->norm2->bias, gen({8}, base + 11) * 0.1);
 }
 
 TEST(TransformerEncoderLayer, NamesMatchPyTorch) {

@@ -82,8 +82,8 @@ TEST(Checkpoint, WrittenFileFollowsTheLayout) {
   nn::Linear lin(3, 2);
   {
     NoGradGuard g;
-    lin.weight.copy_(tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
-    lin.bias.copy_(tensor({-1, 0.5}));
+    lin->weight.copy_(tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
+    lin->bias.copy_(tensor({-1, 0.5}));
   }
   nn::save(lin, path);
   std::string bytes = read_all(path);
@@ -111,8 +111,8 @@ TEST(Checkpoint, LoadsAFileWrittenByHand) {
   nn::Linear lin(3, 2);
   nn::Metadata meta = nn::load(lin, path);
   EXPECT_EQ(meta.at("format"), "pt");
-  EXPECT_EQ(lin.weight.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(lin.bias.to_vector<float>(), (std::vector<float>{0.5f, -0.25f}));
+  EXPECT_EQ(lin->weight.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(lin->bias.to_vector<float>(), (std::vector<float>{0.5f, -0.25f}));
   // Forward uses the loaded values.
   EXPECT_EQ(lin.forward(tensor({1, 1, 1}, {1, 3})).to_vector<float>(),
             (std::vector<float>{6.5f, 14.75f}));
@@ -149,7 +149,7 @@ void expect_rejected(const std::string& bytes, const std::string& needle) {
   manual_seed(5);
   nn::Linear lin(3, 2);
   auto before = values(lin);
-  const int64_t version = lin.weight.version();
+  const int64_t version = lin->weight.version();
   try {
     nn::load(lin, path);
     ADD_FAILURE() << "loading did not throw; expected: " << needle;
@@ -159,7 +159,7 @@ void expect_rejected(const std::string& bytes, const std::string& needle) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
   EXPECT_EQ(values(lin), before);
-  EXPECT_EQ(lin.weight.version(), version);   // not even written with equal values
+  EXPECT_EQ(lin->weight.version(), version);   // not even written with equal values
 }
 
 std::string good_header(const std::string& wdtype = "F32", const std::string& wshape = "[2, 3]",
@@ -177,7 +177,7 @@ TEST(Checkpoint, MismatchesAndCorruptFilesThrowAndLeaveModuleUnchanged) {
     write_all(path, make_file(good_header(), kData));
     nn::Linear lin(3, 2);
     nn::load(lin, path);
-    EXPECT_EQ(lin.bias.to_vector<float>(), (std::vector<float>{7, 8}));
+    EXPECT_EQ(lin->bias.to_vector<float>(), (std::vector<float>{7, 8}));
   }
   // Wrong name: the module's "weight" is missing and "kernel" is unexpected.
   expect_rejected(make_file(good_header("F32", "[2, 3]", "kernel"), kData), "missing tensor 'weight'");
@@ -356,7 +356,7 @@ TEST(CheckpointBuffers, RunningStatisticsRoundTripWithPyTorchNames) {
 
   manual_seed(2);
   auto fresh = bn_net();
-  auto bn = std::dynamic_pointer_cast<nn::BatchNorm1d>((*fresh)[1]);
+  auto bn = std::dynamic_pointer_cast<nn::BatchNorm1dImpl>((*fresh)[1]);
   Tensor& rm_ref = bn->running_mean;
   nn::load(*fresh, path);
   EXPECT_EQ(state_values(*fresh), state_values(*net));

@@ -220,27 +220,27 @@ TEST(ConvModules, ParameterNamesShapesAndPyTorchInitBounds) {
   EXPECT_EQ(named[1].first, "bias");
   EXPECT_EQ(named[1].second.shape(), (Shape{8}));
   const double bound = 1.0 / std::sqrt(2.0 * 9.0);  // fan_in = in/groups * kh * kw
-  EXPECT_LE(amax(abs(c.weight)).item(), bound);
-  EXPECT_GT(amax(abs(c.weight)).item(), 0.8 * bound);
-  EXPECT_LE(amax(abs(c.bias)).item(), bound);
-  EXPECT_TRUE(c.weight.requires_grad());
+  EXPECT_LE(amax(abs(c->weight)).item(), bound);
+  EXPECT_GT(amax(abs(c->weight)).item(), 0.8 * bound);
+  EXPECT_LE(amax(abs(c->bias)).item(), bound);
+  EXPECT_TRUE(c->weight.requires_grad());
 
   nn::Conv2d plain(1, 32, 3);
-  EXPECT_EQ(plain.weight.shape(), (Shape{32, 1, 3, 3}));
+  EXPECT_EQ(plain->weight.shape(), (Shape{32, 1, 3, 3}));
   nn::Conv1d c1(nn::Conv1dOptions(3, 5, 4).bias(false));
-  EXPECT_EQ(c1.weight.shape(), (Shape{5, 3, 4}));
-  EXPECT_FALSE(c1.bias.defined());
+  EXPECT_EQ(c1->weight.shape(), (Shape{5, 3, 4}));
+  EXPECT_FALSE(c1->bias.defined());
   EXPECT_EQ(c1.parameters().size(), 1u);
   nn::ConvTranspose2d t(nn::ConvTranspose2dOptions(4, 6, {2, 3}).groups(2));
-  EXPECT_EQ(t.weight.shape(), (Shape{4, 3, 2, 3}));
-  EXPECT_EQ(t.bias.shape(), (Shape{6}));
+  EXPECT_EQ(t->weight.shape(), (Shape{4, 3, 2, 3}));
+  EXPECT_EQ(t->bias.shape(), (Shape{6}));
 }
 
 TEST(ConvModules, ForwardIsTheFunctional) {
   manual_seed(4);
   nn::Conv2d c(nn::Conv2dOptions(2, 3, {3, 2}).stride({2, 1}).padding(1).dilation({1, 2}));
   Tensor x = rand({2, 2, 6, 7});
-  expect_values(c(x), conv2d(x, c.weight, c.bias, {2, 1}, {1, 1}, {1, 2}).to_vector<double>(), 1e-6);
+  expect_values(c(x), conv2d(x, c->weight, c->bias, {2, 1}, {1, 1}, {1, 2}).to_vector<double>(), 1e-6);
   nn::Conv2d same(nn::Conv2dOptions(2, 2, 4).padding("same").bias(false));
   EXPECT_EQ(same(x).shape(), (Shape{2, 2, 6, 7}));
   nn::ConvTranspose2d t(nn::ConvTranspose2dOptions(2, 3, 3).stride(2).padding(1).output_padding(1));

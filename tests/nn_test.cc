@@ -41,7 +41,7 @@ TEST(Module, RegistrationAndNames) {
     EXPECT_TRUE(p.is_leaf());
   }
   // Parameters alias the modules' members.
-  EXPECT_EQ(ps[1].impl().get(), net.fc1->weight.impl().get());
+  EXPECT_EQ(ps[1].impl().get(), (*net.fc1)->weight.impl().get());
   EXPECT_EQ(net.parameters(/*recurse=*/false).size(), 1u);
   EXPECT_EQ(net.named_children().size(), 2u);
   EXPECT_EQ(net.named_children()[0].first, "fc1");
@@ -54,7 +54,7 @@ TEST(Module, SequentialAndMlpNames) {
   auto mlp = std::make_shared<nn::MLP>(std::vector<int64_t>{784, 256, 128, 10});
   EXPECT_EQ(names(*mlp), (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias",
                                                    "4.weight", "4.bias"}));
-  EXPECT_EQ(mlp->size(), 5u);
+  EXPECT_EQ((*mlp)->size(), 5u);
   EXPECT_EQ(mlp->parameters()[4].shape(), (Shape{10, 128}));
   nn::Sequential seq;
   seq.push_back(std::make_shared<nn::Linear>(2, 2));
@@ -69,8 +69,8 @@ TEST(Module, LinearInitMatchesPyTorchBounds) {
   manual_seed(1);
   nn::Linear lin(100, 50);
   const double bound = 1.0 / std::sqrt(100.0);
-  auto w = lin.weight.to_vector<float>();
-  auto b = lin.bias.to_vector<float>();
+  auto w = lin->weight.to_vector<float>();
+  auto b = lin->bias.to_vector<float>();
   ASSERT_EQ(w.size(), 5000u);
   double lo = 1, hi = -1, mean = 0;
   for (float v : w) { lo = std::min<double>(lo, v); hi = std::max<double>(hi, v); mean += v; }
@@ -81,21 +81,21 @@ TEST(Module, LinearInitMatchesPyTorchBounds) {
   EXPECT_GT(hi, 0.95 * bound);
   EXPECT_NEAR(mean, 0, 0.01);
   for (float v : b) EXPECT_LE(std::abs(v), bound);
-  EXPECT_FALSE(lin.weight.grad().defined());
+  EXPECT_FALSE(lin->weight.grad().defined());
 }
 
 TEST(Module, LinearForwardValues) {
   nn::Linear lin(3, 2);
   {
     NoGradGuard g;
-    lin.weight.copy_(tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
-    lin.bias.copy_(tensor({0.5, -1}));
+    lin->weight.copy_(tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
+    lin->bias.copy_(tensor({0.5, -1}));
   }
   Tensor y = lin.forward(tensor({1, 0, -1, 2, 1, 0}, {2, 3}));
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{-1.5f, -3.f, 4.5f, 12.f}));
   EXPECT_THROW(lin.forward(ones({2, 4})), Error);
   nn::Linear nob(3, 2, false);
-  EXPECT_FALSE(nob.bias.defined());
+  EXPECT_FALSE(nob->bias.defined());
   EXPECT_EQ(nob.parameters().size(), 1u);
 }
 
@@ -144,8 +144,8 @@ TEST(Module, GeluEmbeddingLayerNorm) {
 
   manual_seed(3);
   nn::Embedding emb(1000, 8);
-  EXPECT_EQ(emb.weight.shape(), (Shape{1000, 8}));
-  auto w = emb.weight.to_vector<float>();
+  EXPECT_EQ(emb->weight.shape(), (Shape{1000, 8}));
+  auto w = emb->weight.to_vector<float>();
   double m = 0, s = 0;
   for (float v : w) m += v;
   m /= w.size();
@@ -185,13 +185,13 @@ TEST(Module, ModelGradientsFlowThroughSubmodules) {
 
 TEST(Module, ToSameDeviceKeepsParameters) {
   Net net;
-  Tensor w = net.fc1->weight;
+  Tensor w = (*net.fc1)->weight;
   net.to(Device::cpu());
-  EXPECT_EQ(net.fc1->weight.impl().get(), w.impl().get());
+  EXPECT_EQ((*net.fc1)->weight.impl().get(), w.impl().get());
   net.to(kFloat64);
-  EXPECT_EQ(net.fc1->weight.dtype(), kFloat64);
-  EXPECT_TRUE(net.fc1->weight.requires_grad());
-  EXPECT_TRUE(net.fc1->weight.is_leaf());
+  EXPECT_EQ((*net.fc1)->weight.dtype(), kFloat64);
+  EXPECT_TRUE((*net.fc1)->weight.requires_grad());
+  EXPECT_TRUE((*net.fc1)->weight.is_leaf());
   EXPECT_EQ(net.parameters()[1].dtype(), kFloat64);
 }
 
@@ -254,16 +254,16 @@ TEST(ModuleBuffers, ToDTypeConvertsFloatBuffersOnly) {
   m.to(DType::kFloat64);
   EXPECT_EQ(m.w.dtype(), DType::kFloat64);
   EXPECT_EQ(m.stat.dtype(), DType::kFloat64);
-  EXPECT_EQ(m.bn->running_var.dtype(), DType::kFloat64);
+  EXPECT_EQ((*m.bn)->running_var.dtype(), DType::kFloat64);
   EXPECT_EQ(m.count.dtype(), DType::kInt64);
-  EXPECT_EQ(m.bn->num_batches_tracked.dtype(), DType::kInt64);
+  EXPECT_EQ((*m.bn)->num_batches_tracked.dtype(), DType::kInt64);
   EXPECT_EQ(m.stat.to_vector<double>(), (std::vector<double>{0.5, 0.5}));
   // The converted module still trains: BatchNorm in float64 updates its float64 statistics.
   Tensor x = tensor({1.0, 2.0, 3.0, 6.0}, {2, 2}, TensorOptions(DType::kFloat64));
   Tensor y = m.bn->forward(x);
   EXPECT_EQ(y.dtype(), DType::kFloat64);
-  EXPECT_NEAR(m.bn->running_mean.to_vector<double>()[1], 0.4, 1e-12);
-  EXPECT_EQ(m.bn->num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_NEAR((*m.bn)->running_mean.to_vector<double>()[1], 0.4, 1e-12);
+  EXPECT_EQ((*m.bn)->num_batches_tracked.item<int64_t>(), 1);
   m.to(Device{});  // same device: nothing moves
   EXPECT_EQ(m.count.dtype(), DType::kInt64);
   EXPECT_NE(m.repr().find("BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=true, "

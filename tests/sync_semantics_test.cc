@@ -410,10 +410,10 @@ struct TwoLayer {
     for (int i = 0; i < 8; ++i) b1.push_back(0.05f * i);
     for (int j = 0; j < 8; ++j) w2.push_back(0.2f - 0.03f * j);
     NoGradGuard no_grad;
-    fc1->weight.copy_(from_vector<float>(w1, {8, 4}));
-    fc1->bias.copy_(from_vector<float>(b1, {8}));
-    fc2->weight.copy_(from_vector<float>(w2, {1, 8}));
-    fc2->bias.fill_(0.1);
+    (*fc1)->weight.copy_(from_vector<float>(w1, {8, 4}));
+    (*fc1)->bias.copy_(from_vector<float>(b1, {8}));
+    (*fc2)->weight.copy_(from_vector<float>(w2, {1, 8}));
+    (*fc2)->bias.fill_(0.1);
   }
   std::vector<Tensor> parameters() const {
     auto p = fc1->parameters(), q = fc2->parameters();
@@ -447,7 +447,7 @@ TEST(LibTorchStyleLoop, AdamWWithItemEveryStepMatchesPyTorch) {
     loss.backward();
     opt.step();
   }
-  const std::vector<float> w2 = m.fc2->weight.to_vector<float>();
+  const std::vector<float> w2 = (*m.fc2)->weight.to_vector<float>();
   const std::vector<double> want_w2 = {0.41736236, 0.42089182, 0.38502619, 0.34201258,
                                        0.29203972, 0.24040456, 0.12861490, -0.11745492};
   for (int j = 0; j < 8; ++j) EXPECT_NEAR(w2[j], want_w2[j], 2e-6) << j;

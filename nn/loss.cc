@@ -1,0 +1,92 @@
+#include "nn/loss.h"
+
+namespace sloth {
+namespace {
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
+  if (!input.defined() || !target.defined()) fail("%s: input and target must be defined", op);
+  if (input.shape() != target.shape())
+    fail("%s: input of shape %s and target of shape %s must have the same shape (reshape or "
+         "expand the target first)",
+         op, shape_str(input.shape()), shape_str(target.shape()));
+  if (!is_floating(input.dtype()))
+    fail("%s: input must be a floating-point tensor, got %s", op, dtype_name(input.dtype()));
+}
+
+Tensor reduce(const Tensor& t, Reduction r) {
+  switch (r) {
+    case Reduction::kMean: return t.mean();
+    case Reduction::kSum: return t.sum();
+    case Reduction::kNone: return t;
+  }
+  fail("loss: unknown reduction %d", static_cast<int64_t>(r));
+}
+
+}  // namespace
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape("mse_loss", input, target);
+  Tensor d = input - target;
+  return reduce(d * d, reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape("l1_loss", input, target);
+  return reduce((input - target).abs(), reduction);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction,
+                      double beta) {
+  if (!(beta >= 0)) fail("smooth_l1_loss: beta must be >= 0, got %g", beta);
+  if (beta == 0) return l1_loss(input, target, reduction);
+  check_same_shape("smooth_l1_loss", input, target);
+  Tensor d = (input - target).abs();
+  return reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction);
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  if (!(delta > 0)) fail("huber_loss: delta must be > 0, got %g", delta);
+  check_same_shape("huber_loss", input, target);
+  Tensor d = (input - target).abs();
+  return reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& y, Reduction reduction) {
+  check_same_shape("binary_cross_entropy_with_logits", x, y);
+  // max(x, 0) - x y + log(1 + exp(-|x|)): stable for large |x|.
+  Tensor l = x.relu() - x * y + (x.abs().neg().exp()).log1p();
+  return reduce(l, reduction);
+}
+
+}  // namespace sloth
+
+namespace sloth::nn {
+
+Tensor MSELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return mse_loss(input, target, options.reduction());
+}
+Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return l1_loss(input, target, options.reduction());
+}
+Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return binary_cross_entropy_with_logits(input, target, options.reduction());
+}
+Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return smooth_l1_loss(input, target, options.reduction(), options.beta());
+}
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return huber_loss(input, target, options.reduction(), options.delta());
+}
+Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return nll_loss(input, target,
+                  NllLossOptions{.ignore_index = options.ignore_index(),
+                                 .reduction = options.reduction()});
+}
+Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return cross_entropy(input, target,
+                       CrossEntropyOptions{.ignore_index = options.ignore_index(),
+                                           .label_smoothing = options.label_smoothing(),
+                                           .reduction = options.reduction()});
+}
+
+}  // namespace sloth::nn

@@ -1,0 +1,82 @@
+// Losses as LibTorch has them: functions with a Reduction (mean, sum, none) and the loss
+// modules (nn::MSELoss, nn::CrossEntropyLoss, nn::NLLLoss, nn::BCEWithLogitsLoss,
+// nn::L1Loss, nn::SmoothL1Loss, nn::HuberLoss), each a holder over its ...Impl with options
+// built LibTorch's way (`nn::HuberLoss(nn::HuberLossOptions().delta(2).reduction(kSum))`).
+// A loss module's forward takes (input, target). Input and target must have the same shape
+// (PyTorch broadcasts them with a warning; sloth says which shapes differ instead).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/module.h"
+
+namespace sloth {
+
+// LibTorch's torch::kMean / kSum / kNone.
+inline constexpr Reduction kMean = Reduction::kMean, kSum = Reduction::kSum,
+                           kNone = Reduction::kNone;
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+                      double beta = 1.0);
+// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta).
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+                  double delta = 1.0);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction);
+
+}  // namespace sloth
+
+namespace sloth::nn {
+
+#define SLOTH_NN_LOSS_OPTIONS(Name)                                             \
+  class Name##Options {                                                         \
+   public:                                                                      \
+    Name##Options(Reduction reduction = kMean) : reduction_(reduction) {}  /* NOLINT */ \
+    SLOTH_NN_ARG(Reduction, reduction)
+
+SLOTH_NN_LOSS_OPTIONS(MSELoss);
+};
+SLOTH_NN_LOSS_OPTIONS(L1Loss);
+};
+SLOTH_NN_LOSS_OPTIONS(BCEWithLogitsLoss);
+};
+SLOTH_NN_LOSS_OPTIONS(SmoothL1Loss);
+  SLOTH_NN_ARG(double, beta) = 1.0;
+};
+SLOTH_NN_LOSS_OPTIONS(HuberLoss);
+  SLOTH_NN_ARG(double, delta) = 1.0;
+};
+SLOTH_NN_LOSS_OPTIONS(NLLLoss);
+  SLOTH_NN_ARG(int64_t, ignore_index) = -100;
+};
+SLOTH_NN_LOSS_OPTIONS(CrossEntropyLoss);
+  SLOTH_NN_ARG(int64_t, ignore_index) = -100;
+  SLOTH_NN_ARG(double, label_smoothing) = 0.0;
+};
+#undef SLOTH_NN_LOSS_OPTIONS
+
+// The loss modules: options kept in `options`, forward(input, target).
+#define SLOTH_NN_LOSS_MODULE(Name)                                               \
+  class Name##Impl : public Module {                                             \
+   public:                                                                       \
+    explicit Name##Impl(const Name##Options& options = {})                       \
+        : Module(#Name), options(options) {}                                     \
+    Tensor forward(const Tensor& input, const Tensor& target);                   \
+    Name##Options options;                                                       \
+  };                                                                             \
+  SLOTH_MODULE(Name)
+
+SLOTH_NN_LOSS_MODULE(MSELoss);
+SLOTH_NN_LOSS_MODULE(L1Loss);
+SLOTH_NN_LOSS_MODULE(BCEWithLogitsLoss);
+SLOTH_NN_LOSS_MODULE(SmoothL1Loss);
+SLOTH_NN_LOSS_MODULE(HuberLoss);
+SLOTH_NN_LOSS_MODULE(NLLLoss);
+SLOTH_NN_LOSS_MODULE(CrossEntropyLoss);
+#undef SLOTH_NN_LOSS_MODULE
+
+}  // namespace sloth::nn

@@ -1,0 +1,382 @@
+// LibTorch's spellings that sloth accepts as they are (issue "A LibTorch program compiles with
+// a rename"): module holders, SLOTH_MODULE, Sequential's type erasure, register_module and
+// push_back by value, with today's spellings still working beside them.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sloth/sloth.h"
+
+namespace {
+
+using namespace sloth;
+
+std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+
+void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
+  std::vector<double> got = values(t);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// Sets a Linear's parameters to known values (no grad recorded).
+void set_linear(const nn::Linear& fc, const std::vector<double>& w, const std::vector<double>& b) {
+  NoGradGuard g;
+  fc->weight.copy_(tensor(w, {fc->out_features, fc->in_features}));
+  if (!b.empty()) fc->bias.copy_(tensor(b, {fc->out_features}));
+}
+
+// A module written as the LibTorch examples write it: forward takes its Tensor by value and
+// does not override Module::forward(const Tensor&).
+struct TwoLayerImpl : nn::Module {
+  TwoLayerImpl() : Module("TwoLayer") {
+    fc1 = register_module("fc1", nn::Linear(2, 3));
+    fc2 = register_module("fc2", nn::Linear(3, 1));
+  }
+  Tensor forward(Tensor x) { return fc2(relu(fc1(x))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+SLOTH_MODULE(TwoLayer);
+
+struct NoForward : nn::Module {};
+struct ByValueForward : nn::Module {
+  Tensor forward(Tensor x) { return x * 2.0; }
+};
+struct TwoInputs : nn::Module {
+  Tensor forward(const Tensor& a, const Tensor& b) { return a + b; }
+};
+
+static_assert(!nn::has_tensor_forward_v<NoForward>, "no forward: Sequential must not compile");
+static_assert(nn::has_tensor_forward_v<ByValueForward>);
+static_assert(!nn::has_tensor_forward_v<TwoInputs>);
+static_assert(nn::has_tensor_forward_v<nn::LinearImpl>);
+static_assert(nn::has_tensor_forward_v<nn::MultiheadAttentionImpl>);  // overloaded forward
+static_assert(nn::has_tensor_forward_v<nn::MLPImpl>);                 // inherited forward
+static_assert(nn::is_module_holder_v<nn::Linear> && !nn::is_module_holder_v<nn::LinearImpl>);
+static_assert(!std::is_default_constructible_v<nn::Linear>, "Linear needs sizes or nullptr");
+static_assert(std::is_default_constructible_v<nn::ReLU>);
+
+TEST(ModuleHolder, LinearIsAHandle) {
+  nn::Linear fc(2, 3);
+  set_linear(fc, {1, 2, 3, 4, 5, 6}, {0.5, -0.5, 1});
+  Tensor x = tensor({1, -1, 2, 0.5}, {2, 2});
+  // y = x W^T + b
+  expect_near(fc(x), {-0.5, -1.5, 0, 3.5, 7.5, 14});
+  expect_near(fc->forward(x), {-0.5, -1.5, 0, 3.5, 7.5, 14});
+  nn::Linear alias = fc;   // copies share the module
+  EXPECT_EQ(alias->weight.impl().get(), fc->weight.impl().get());
+  EXPECT_EQ(alias.get(), fc.get());
+  EXPECT_EQ(fc->weight.shape(), (Shape{3, 2}));
+  EXPECT_EQ(fc.parameters().size(), 2u);
+  EXPECT_EQ(fc->name(), "Linear");
+}
+
+TEST(ModuleHolder, EmptyHolderThrowsClearly) {
+  nn::Linear fc{nullptr};
+  EXPECT_TRUE(fc.is_empty());
+  EXPECT_FALSE(static_cast<bool>(fc));
+  try {
+    (void)fc->weight;
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("register_module"), std::string::npos) << e.what();
+  }
+  fc = nn::Linear(3, 1);
+  EXPECT_FALSE(fc.is_empty());
+  EXPECT_EQ(fc->in_features, 3);
+}
+
+TEST(ModuleHolder, UserModuleWithByValueForward) {
+  manual_seed(0);
+  TwoLayer net;
+  std::vector<std::string> names;
+  for (auto& [n, p] : net->named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  // register_module returned holders that share the registered modules.
+  EXPECT_EQ(net->fc1->weight.impl().get(), net->parameters()[0].impl().get());
+  set_linear(net->fc1, {1, 0, 0, 1, 1, 1}, {0, 0, -1});
+  set_linear(net->fc2, {1, 2, 3}, {0.25});
+  Tensor x = tensor({1, 2, -3, 1}, {2, 2});
+  // h = relu([1,2,2],[ -3,1,-3]) = [1,2,2],[0,1,0]; y = [1+4+6+.25, 0+2+0+.25]
+  expect_near(net(x), {11.25, 2.25});
+  expect_near(net->forward(x), {11.25, 2.25});
+}
+
+TEST(Sequential, CallsEachModulesOwnForward) {
+  manual_seed(0);
+  TwoLayer net;
+  set_linear(net->fc1, {1, 0, 0, 1, 1, 1}, {0, 0, -1});
+  set_linear(net->fc2, {1, 2, 3}, {0.25});
+  // The plain (non-holder) module with forward(Tensor) used to throw "has no forward()"
+  // inside Sequential; now its own forward is called.
+  nn::Sequential seq(net, std::make_shared<ByValueForward>(), nn::ReLU());
+  Tensor x = tensor({1, 2, -3, 1}, {2, 2});
+  expect_near(seq(x), {22.5, 4.5});
+  expect_near(seq->forward(x), {22.5, 4.5});
+  EXPECT_EQ(seq->size(), 3u);
+  EXPECT_EQ(seq.size(), 3u);
+  EXPECT_NE(seq->ptr<TwoLayerImpl>(0), nullptr);
+  EXPECT_EQ(seq->ptr<nn::LinearImpl>(0), nullptr);
+  int n = 0;
+  for (const nn::AnyModule& m : *seq) n += m.ptr() != nullptr;
+  EXPECT_EQ(n, 3);
+}
+
+TEST(Sequential, PushBackEverySpelling) {
+  nn::Sequential seq;
+  seq->push_back(nn::Linear(4, 3));                        // LibTorch: a holder by value
+  seq->push_back(std::make_shared<nn::ReLU>());            // a shared_ptr to a holder (old)
+  seq->push_back(std::make_shared<nn::LinearImpl>(3, 2));  // a shared_ptr to an impl
+  seq->push_back("out", nn::Linear(2, 1));                 // named
+  seq.push_back(nn::AnyModule(nn::GELU()));                // an AnyModule, through the holder
+  std::vector<std::string> names;
+  for (auto& [n, p] : seq->named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias",
+                                             "out.weight", "out.bias"}));
+  EXPECT_EQ(seq(randn({5, 4})).shape(), (Shape{5, 1}));
+}
+
+TEST(Sequential, BadInputThrowsAndChangesNothing) {
+  nn::Sequential seq(nn::Linear(2, 2));
+  nn::Linear empty{nullptr};
+  EXPECT_THROW(seq->push_back(empty), Error);
+  EXPECT_THROW(seq->push_back("0", nn::ReLU()), Error);   // a name already taken
+  EXPECT_EQ(seq->size(), 1u);
+  EXPECT_EQ(seq->named_children().size(), 1u);
+  try {
+    (void)seq[3];
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 3 is out of range for a Sequential of 1"),
+              std::string::npos)
+        << e.what();
+  }
+  Tensor x = tensor({1, 2}, {1, 2});
+  EXPECT_EQ(seq(x).shape(), (Shape{1, 2}));   // still works
+}
+
+TEST(ModuleHolder, TodaysSpellingsStillWork) {
+  // std::make_shared<nn::Linear> now gives a shared_ptr to a holder; the Module interface is
+  // forwarded through it.
+  auto fc = std::make_shared<nn::Linear>(2, 1);
+  set_linear(*fc, {2, -1}, {0.5});
+  expect_near(fc->forward(tensor({1, 3}, {1, 2})), {-0.5});
+  EXPECT_EQ(fc->parameters().size(), 2u);
+  fc->eval();
+  EXPECT_FALSE(fc->is_training());
+  struct Net : nn::Module {
+    std::shared_ptr<nn::Linear> lin;
+    Net() { lin = register_module("lin", std::make_shared<nn::Linear>(2, 1)); }
+    Tensor forward(const Tensor& x) override { return lin->forward(x); }
+  };
+  auto net = std::make_shared<Net>();
+  EXPECT_EQ(net->named_parameters()[0].first, "lin.weight");
+  // A holder goes where a shared_ptr<Module> or a Module& is expected.
+  std::shared_ptr<nn::Module> as_module = nn::MLP({4, 3, 2});
+  EXPECT_EQ(as_module->parameters().size(), 4u);
+  nn::Linear lin(3, 2);
+  const nn::Module& ref = lin;
+  EXPECT_EQ(ref.parameters().size(), 2u);
+  EXPECT_EQ(nn::state_dict(lin).size(), 2u);
+}
+
+// ---- options builders ----
+
+TEST(OptionsBuilders, OptimizerOptionsBothSpellings) {
+  optim::SGDOptions built = optim::SGDOptions(0.1).momentum(0.5).nesterov(true);
+  optim::SGDOptions designated{.lr = 0.1, .momentum = 0.5, .nesterov = true};
+  EXPECT_EQ(built.lr(), 0.1);
+  EXPECT_EQ(double(built.momentum), 0.5);
+  EXPECT_TRUE(built.nesterov());
+  EXPECT_EQ(designated.momentum(), 0.5);
+  EXPECT_EQ(built.dampening(), 0.0);
+  auto adam = optim::AdamOptions(1e-3).betas({0.8, 0.99}).weight_decay(0.01);
+  EXPECT_EQ(adam.beta1(), 0.8);
+  EXPECT_EQ(adam.beta2(), 0.99);
+  EXPECT_EQ(std::get<1>(adam.betas()), 0.99);
+  EXPECT_EQ(adam.weight_decay(), 0.01);
+  EXPECT_EQ(optim::AdamWOptions(2e-3).weight_decay(), 1e-2);   // AdamW's default kept
+}
+
+// One SGD step (momentum 0.5, first step: buf = g) on loss = sum(p^2), g = 2p: p - 0.1 * 2p.
+TEST(OptionsBuilders, SgdWithLrOnlyAndWithBuilderStep) {
+  for (int spelling = 0; spelling < 3; ++spelling) {
+    Tensor p = tensor({1, 2}).requires_grad_();
+    std::unique_ptr<optim::Optimizer> opt;
+    if (spelling == 0) opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, 0.1);
+    if (spelling == 1)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions(0.1).momentum(0.5));
+    if (spelling == 2)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1, .momentum = 0.5});
+    (p * p).sum().backward();
+    opt->step();
+    expect_near(p, {0.8, 1.6});
+    EXPECT_EQ(opt->lr(), 0.1);
+  }
+  optim::Adam adam({tensor({1.0}).requires_grad_()}, 0.05);
+  EXPECT_EQ(adam.lr(), 0.05);
+}
+
+TEST(OptionsBuilders, ModuleOptions) {
+  nn::Linear no_bias(nn::LinearOptions(4, 3).bias(false));
+  EXPECT_EQ(no_bias->parameters().size(), 1u);
+  EXPECT_FALSE(no_bias->bias.defined());
+  EXPECT_EQ(nn::LinearOptions(4, 3).out_features(), 3);
+  nn::Conv2d conv(nn::Conv2dOptions(1, 10, 5).stride(1).bias(false));
+  EXPECT_EQ(conv->weight.shape(), (Shape{10, 1, 5, 5}));
+  EXPECT_EQ(conv->parameters().size(), 1u);
+  nn::Dropout drop(nn::DropoutOptions().p(0.2));
+  EXPECT_EQ(drop->p, 0.2);
+  nn::Dropout drop2(0.3);
+  EXPECT_EQ(drop2->p, 0.3);
+  EXPECT_THROW(nn::Linear(nn::LinearOptions(0, 3)), Error);
+}
+
+// ---- tensor conveniences (expected values: PyTorch 1.13) ----
+
+TEST(TensorConveniences, CompoundOperatorsWriteInPlace) {
+  Tensor x = tensor({1, 2, 3});
+  Tensor view = x.view({3});
+  x += tensor({1, 1, 1});
+  x *= 2.0;
+  x -= 1.0;
+  x /= tensor({1, 2, 4});
+  expect_near(x, {3, 2.5, 1.75});
+  expect_near(view, {3, 2.5, 1.75});   // through views, as add_ does
+}
+
+TEST(TensorConveniences, DimReductionsAndMaxWithIndices) {
+  Tensor x = tensor({1, 5, 2, 7, 0, 3}, {2, 3});
+  expect_near(x.sum(1), {8, 10});
+  expect_near(x.sum(0, /*keepdim=*/true), {8, 5, 5});
+  EXPECT_EQ(x.sum(0, true).shape(), (Shape{1, 3}));
+  expect_near(x.mean(-1), {8.0 / 3, 10.0 / 3});
+  expect_near(x.sum({}), {18});   // {} still means every dim
+  auto [values, indices] = x.max(1);
+  expect_near(values, {5, 7});
+  EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  auto [mn, mi] = x.min(0);
+  expect_near(mn, {1, 0, 2});
+  EXPECT_EQ(mi.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_THROW(x.max(2), Error);
+  // torch.tensor([[1.,5,2],[7,0,3]]).norm() = 9.380831519646859
+  EXPECT_NEAR(x.norm().item(), 9.380831519646859, 1e-5);
+  EXPECT_NEAR(x.norm(1).item(), 18, 1e-5);
+  EXPECT_NEAR(x.norm(3).item(), 7.958115100860596, 1e-4);   // torch: x.norm(p=3)
+  EXPECT_FALSE(x.all().item<bool>());
+  EXPECT_TRUE(x.any().item<bool>());
+  EXPECT_TRUE(tensor({1, 2}).all().item<bool>());
+  EXPECT_FALSE(zeros(3).any().item<bool>());
+}
+
+TEST(TensorConveniences, FactoriesDtypesDevices) {
+  EXPECT_EQ(randn(3).shape(), (Shape{3}));
+  EXPECT_EQ(zeros(4, kLong).dtype(), kInt64);
+  EXPECT_EQ(ones(2, kDouble).to_vector<double>(), (std::vector<double>{1, 1}));
+  Tensor t = tensor({1, 2, 3}, kDouble);
+  EXPECT_EQ(t.dtype(), kFloat64);
+  EXPECT_EQ(t.shape(), (Shape{3}));
+  EXPECT_EQ(tensor({1, 2}, kInt).dtype(), kInt32);
+  EXPECT_EQ(kFloat, kFloat32);
+  EXPECT_EQ(t.to(kCPU).device().type, DeviceType::kCPU);
+  EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
+}
+
+TEST(TensorConveniences, RequiresGradOptionAndListAliases) {
+  Tensor x = ones({2, 2}, requires_grad());
+  EXPECT_TRUE(x.requires_grad());
+  autograd::variable_list grads = autograd::grad({(x * 3.0).sum()}, {x});
+  expect_near(grads[0], {3, 3, 3, 3});
+  static_assert(std::is_same_v<autograd::tensor_list, std::vector<Tensor>>);
+}
+
+TEST(TensorConveniences, GradFnNamesArePyTorchs) {
+  Tensor x = tensor({1, 2, 3}).requires_grad_();
+  EXPECT_EQ(x.grad_fn(), nullptr);
+  Tensor y = x + 2.0;
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "AddBackward0");
+  EXPECT_EQ(y.mean().grad_fn()->name(), "MeanBackward0");
+  EXPECT_EQ((y * y).grad_fn()->name(), "MulBackward0");
+}
+
+TEST(Functional, WrapsAFunctionInSequential) {
+  nn::Sequential seq(nn::Functional(sloth::relu), nn::Functional(sloth::log_softmax, 1));
+  Tensor x = tensor({-1, 0, 1, 2}, {2, 2}, kDouble);
+  // relu -> [[0, 0], [1, 2]]; log_softmax over dim 1: [[-ln 2, -ln 2], [-1.31326, -0.31326]]
+  expect_near(seq(x), {-0.6931471805599453, -0.6931471805599453, -1.3132616875182228,
+                       -0.31326168751822286},
+              1e-9);
+  nn::Functional square([](Tensor t) { return t * t; });
+  expect_near(square(x), {1, 0, 1, 4});
+}
+
+// ---- losses (expected values: PyTorch 1.13, torch.nn.functional, float64) ----
+
+Tensor loss_x() { return tensor({0.5, -1.2, 3.0, 2.0, 0.1, -0.4}, {2, 3}, kDouble); }
+Tensor loss_y() { return tensor({1.0, 0.3, 0.5, -1.0, 0.0, 0.2}, {2, 3}, kDouble); }
+
+TEST(Losses, ReductionsMatchPyTorch) {
+  Tensor x = loss_x(), y = loss_y();
+  EXPECT_NEAR(l1_loss(x, y).item(), 1.366666666667, 1e-9);
+  EXPECT_NEAR(l1_loss(x, y, kSum).item(), 8.2, 1e-9);
+  expect_near(l1_loss(x, y, kNone), {0.5, 1.5, 2.5, 3.0, 0.1, 0.6}, 1e-9);
+  EXPECT_NEAR(smooth_l1_loss(x, y).item(), 0.968333333333, 1e-9);
+  expect_near(smooth_l1_loss(x, y, kNone, 0.5), {0.25, 1.25, 2.25, 2.75, 0.01, 0.35}, 1e-9);
+  EXPECT_NEAR(huber_loss(x, y).item(), 0.968333333333, 1e-9);
+  EXPECT_NEAR(huber_loss(x, y, kSum, 2.0).item(), 8.435, 1e-9);
+  EXPECT_NEAR(mse_loss(x, y, kSum).item(), 18.12, 1e-9);
+  expect_near(mse_loss(x, y, kNone), {0.25, 2.25, 6.25, 9.0, 0.01, 0.36}, 1e-9);
+  Tensor yb = tensor({1.0, 0.0, 1.0, 0.0, 0.5, 1.0}, {2, 3}, kDouble);
+  expect_near(binary_cross_entropy_with_logits(x, yb, kNone),
+              {0.47407698418, 0.263282467338, 0.048587351574, 2.126928011043, 0.694396660074,
+               0.9130152524},
+              1e-9);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(x, yb, kSum).item(), 4.520286726608, 1e-9);
+}
+
+TEST(Losses, ModulesAndGradientsMatchPyTorch) {
+  Tensor x = loss_x().requires_grad_(), y = loss_y();
+  nn::SmoothL1Loss smooth;
+  smooth(x, y).backward();
+  expect_near(x.grad(), {-0.083333333333, -0.166666666667, 0.166666666667, 0.166666666667,
+                         0.016666666667, -0.1},
+              1e-9);
+  x.set_grad(Tensor());
+  nn::HuberLoss huber(nn::HuberLossOptions().delta(2.0));
+  huber(x, y).backward();
+  expect_near(x.grad(), {-0.083333333333, -0.25, 0.333333333333, 0.333333333333,
+                         0.016666666667, -0.1},
+              1e-9);
+  EXPECT_NEAR(nn::L1Loss(nn::L1LossOptions(kSum))(x, y).item(), 8.2, 1e-9);
+  EXPECT_NEAR(nn::MSELoss(kSum)->forward(x, y).item(), 18.12, 1e-9);
+  // Cross entropy / NLL: the functions' values (tested in norm_test against PyTorch).
+  Tensor logits = tensor({1, 2, 0.5, -1, 0, 3}, {2, 3}, kDouble);
+  Tensor target = tensor({1, 0}, kLong);
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().ignore_index(0));
+  EXPECT_NEAR(ce(logits, target).item(),
+              cross_entropy(logits, target, CrossEntropyOptions{.ignore_index = 0}).item(), 1e-12);
+  nn::NLLLoss nll{nn::NLLLossOptions(kSum)};
+  EXPECT_NEAR(nll(log_softmax(logits, 1), target).item(),
+              nll_loss(log_softmax(logits, 1), target, NllLossOptions{.reduction = kSum}).item(),
+              1e-12);
+}
+
+TEST(Losses, BadShapesThrowNamingBoth) {
+  Tensor x = loss_x();
+  try {
+    (void)l1_loss(x, tensor({1, 2, 3}, kDouble));
+    FAIL() << "expected sloth::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("l1_loss: input of shape [2, 3] and target of shape [3]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(huber_loss(x, x, kMean, 0.0), Error);
+  EXPECT_NEAR(l1_loss(x, loss_y()).item(), 1.366666666667, 1e-9);   // still works
+}
+
+}  // namespace
