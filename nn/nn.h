@@ -14,3 +14,4 @@
 // ---- attention and transformer modules ----
 #include "nn/attention.h"
 #include "nn/transformer.h"
+#include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler

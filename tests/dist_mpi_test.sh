@@ -11,6 +11,8 @@ export OMPI_MCA_oob_tcp_if_include="lo"
 export OMPI_MCA_btl_vader_single_copy_mechanism="none"   # no CMA inside containers
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none
+# Bazel's per-test files are for one process: the ranks would race on them.
+unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE GTEST_OUTPUT
 export TMPDIR="${TEST_TMPDIR:-${TMPDIR:-/tmp}}"
 # Each collective in the test must finish in time: a hang fails the test instead of Bazel's
 # timeout.
