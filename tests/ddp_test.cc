@@ -94,6 +94,29 @@ TEST(DistributedDataParallel, AdamWWithSmallBucketsMatchesOneProcess) {
   });
 }
 
+// The collectives are ops of the step graph: a DDP training step (forward, backward with the
+// buckets' all-reduces, optimizer) is one graph per mark_step and, in steady state, a plan
+// cache hit (I6, I10).
+TEST(DistributedDataParallel, AStepWithCommunicationIsOneGraphAndAPlanCacheHit) {
+  const int r = dist::rank();
+  auto model = std::make_shared<Net>();
+  nn::DistributedDataParallel ddp(model, 1e-9);
+  optim::SGD opt(ddp.parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  auto step = [&](int s) {
+    opt.zero_grad();
+    mse_loss(ddp.forward(inputs(r * kB, kB, s)), targets(r * kB, kB, s)).backward();
+    opt.step();
+    mark_step();
+  };
+  for (int s = 0; s < 3; ++s) step(s);
+  reset_metrics();
+  for (int s = 3; s < 6; ++s) step(s);
+  const Metrics m = metrics();
+  EXPECT_EQ(m.graphs_executed, 3);
+  EXPECT_EQ(m.plan_cache_misses, 0) << m.last_miss_reason;
+  EXPECT_EQ(m.plan_cache_hits, 3);
+}
+
 TEST(DistributedDataParallel, BucketsCoverEveryParameterInReverseOrder) {
   auto ddp = std::make_shared<nn::DistributedDataParallel>(std::make_shared<Net>(), 1e-9);
   EXPECT_EQ(ddp->bucket_indices(), (std::vector<std::vector<size_t>>{{3}, {2}, {1}, {0}}));

@@ -13,6 +13,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none
 # Bazel's per-test files are for one process: the ranks would race on them.
 unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE GTEST_OUTPUT
+# Mismatched collectives fail with a named error instead of hanging (backends/cpu/collectives.cc).
+export SLOTH_DIST_CHECK=1
 export TMPDIR="${TEST_TMPDIR:-${TMPDIR:-/tmp}}"
 # Each collective in the test must finish in time: a hang fails the test instead of Bazel's
 # timeout.

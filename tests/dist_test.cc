@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "dist/dist.h"
@@ -184,6 +185,24 @@ TEST(Dist, ErrorsNameTheFixAndChangeNothing) {
   dist::all_reduce(f);
   auto v = values(f);
   for (int64_t k = 0; k < 3; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 3, p), 1e-6);
+}
+
+// With SLOTH_DIST_CHECK=1 (the MPI test wrapper sets it), ranks that issue different
+// collectives fail with an error naming them, on every rank, instead of hanging.
+TEST(Dist, MismatchedShapesAreReported) {
+  const int p = dist::world_size(), r = dist::rank();
+  if (p == 1) GTEST_SKIP() << "needs 2 or more ranks";
+  ASSERT_STREQ(std::getenv("SLOTH_DIST_CHECK"), "1");
+  {
+    Tensor t = rank_tensor({r == 1 ? 3 : 4}, kFloat32, r);
+    dist::all_reduce(t);
+    EXPECT_ERROR_HAS(mark_step(), "mismatched collectives: rank 0 issued collective");
+  }
+  // The job goes on: matching collectives work again.
+  Tensor u = rank_tensor({2}, kFloat64, r);
+  dist::all_reduce(u);
+  auto v = values(u);
+  for (int64_t k = 0; k < 2; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 2, p), 1e-12);
 }
 
 // The in-place collectives act on values (as c10d): no autograd history.
