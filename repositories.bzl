@@ -73,7 +73,7 @@ def sloth_dependencies(cuda_path = "/usr/local/cuda"):
             "BUILD": 'filegroup(name="coverage_report_generator", srcs=["stub.sh"], visibility=["//visibility:public"])\n' +
                      'filegroup(name="lcov_merger", srcs=["stub.sh"], visibility=["//visibility:public"])\n',
         })
-    for name in ["absl", "gtest", "benchmark", "openblas", "zlib", "nlohmann_json"]:
+    for name in ["absl", "gtest", "benchmark", "openblas", "zlib", "nlohmann_json", "mpi"]:
         if name not in existing:
             native.new_local_repository(
                 name = name,

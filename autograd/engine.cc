@@ -34,6 +34,8 @@ class AccumulateGrad final : public GradFn {
     }
     if (!accumulate_with_graph) g = grad_math().detach(g);
     m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+    // By index: a hook may touch the leaf's meta (set_grad), not its hook list.
+    for (size_t i = 0; i < m.post_accumulate_hooks.size(); ++i) m.post_accumulate_hooks[i](leaf_);
     return {};
   }
   const TensorImplPtr& leaf() const { return leaf_; }

@@ -114,6 +114,9 @@ struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
   int output_nr = 0;
   TensorImplPtr grad;     // leaves (and retain_grad non-leaves)
   std::vector<Hook> leaf_hooks;  // hooks of a leaf, run before accumulation
+  // ---- distributed ---- hooks of a leaf, run after each accumulation into .grad, with the
+  // leaf (PyTorch's register_post_accumulate_grad_hook; DistributedDataParallel's buckets).
+  std::vector<std::function<void(const TensorImplPtr&)>> post_accumulate_hooks;
   bool retains_grad = false;
   GradFn* accumulator = nullptr;  // leaves: their AccumulateGrad while one is alive
   int64_t view_version = -1;  // views: group version their grad_fn was made for

@@ -350,6 +350,21 @@ struct TriAttrs {
   SLOTH_ATTR_VIEW(TriAttrs)
 };
 
+// ---- distributed ----
+// AllReduce, Broadcast, AllGather, ReduceScatter (dist/dist.h). `world` and `rank` are the
+// job's at record time (so shapes are inferred without MPI, and a 1-process world computes
+// without it); `reduce` is a ReduceOp (dist/dist.h), `root` broadcast's source rank.
+SLOTH_ATTR_MAP(CollectiveAttrs, f(v.reduce, a.slots.i0); f(v.root, a.slots.i1);
+               f(v.world, a.slots.i2); f(v.rank, a.slots.i3));
+struct CollectiveAttrs {
+  enum Reduce : int64_t { kSum = 0, kAvg = 1, kMax = 2, kMin = 3 };
+  int64_t reduce = kSum;
+  int64_t root = 0;
+  int64_t world = 1;
+  int64_t rank = 0;
+  SLOTH_ATTR_VIEW(CollectiveAttrs)
+};
+
 #undef SLOTH_ATTR_MAP
 #undef SLOTH_ATTR_VIEW
 

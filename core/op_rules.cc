@@ -11,6 +11,7 @@
 #include "core/conv_kernel_rules.h"  // convolution kernels
 #include "core/rule_helpers.h"
 #include "core/sequence_rules.h"  // attention and sequence ops
+#include "core/dist_rules.h"  // distributed
 #include "core/error.h"
 #include "core/op_attrs.h"
 #include "core/op_table.h"

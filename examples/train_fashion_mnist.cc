@@ -2,6 +2,7 @@
 //
 //   ./bazelw run //examples:train_fashion_mnist -- --epochs=5
 //   ./bazelw run -c opt //examples:train_fashion_mnist -- --model=cnn
+//   mpirun -np 2 bazel-bin/examples/train_fashion_mnist --ddp      (data-parallel, 2 ranks)
 //
 // Each step records forward, loss, backward and the optimizer update, then mark_step() runs
 // them as ONE graph (a plan-cache hit from the third step on). The loss is read with item()
@@ -31,6 +32,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "dist/dist.h"
 #include "examples/example_util.h"
 #include "examples/fashion_cnn.h"
 #include "nn/nn.h"
@@ -51,6 +53,9 @@ ABSL_FLAG(bool, normalize, true, "standardize pixels with the training set's mea
 ABSL_FLAG(std::string, data, "/usr/share/datasets/fashion-mnist", "Fashion-MNIST directory");
 ABSL_FLAG(std::string, checkpoint, "fashion_mnist.safetensors",
           "checkpoint path (the optimizer state goes to <path>.optim)");
+ABSL_FLAG(bool, ddp, false,
+          "data-parallel over the ranks of mpirun (nn::DistributedDataParallel): each rank "
+          "trains on its 1/world share of every --batch_size batch; rank 0 prints and saves");
 ABSL_FLAG(bool, resume, false, "resume from --checkpoint (model, optimizer, epoch)");
 ABSL_FLAG(int, log_every, 50, "read the loss (a sync) every N steps");
 
@@ -112,6 +117,15 @@ int main(int argc, char** argv) {
     const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
     const std::string optim_ckpt = ckpt + ".optim";
     const Device device = parse_device(absl::GetFlag(FLAGS_device));
+    const bool ddp = absl::GetFlag(FLAGS_ddp);
+    if (ddp) dist::init();
+    const int rank = ddp ? dist::rank() : 0, world = ddp ? dist::world_size() : 1;
+    if (batch_size % world != 0)
+      throw Error("--ddp: --batch_size " + std::to_string(batch_size) + " does not split over " +
+                  std::to_string(world) + " ranks; pick a multiple of " + std::to_string(world));
+    // Progress, logs and checkpoints on rank 0 only (every rank computes the same model).
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+      throw Error("--ddp: cannot silence stdout on rank " + std::to_string(rank));
     const bool tty = isatty(fileno(stdout));
 
     auto t_load = Clock::now();
@@ -143,6 +157,11 @@ int main(int argc, char** argv) {
       throw Error("--model: expected mlp or cnn, got '" + model_name + "'");
     }
     model->to(device);
+    // DDP broadcasts rank 0's parameters and averages the gradients in backward.
+    std::shared_ptr<nn::Module> train_model =
+        ddp ? std::make_shared<nn::DistributedDataParallel>(model) : model;
+    if (ddp) printf("data-parallel over %d ranks: %d samples per rank per step\n", world,
+                    batch_size / world);
     optim::AdamW opt(model->parameters(), {.lr = lr,
                                            .weight_decay = absl::GetFlag(FLAGS_weight_decay)});
     data::DataLoader loader(train_set, batch_size, /*shuffle=*/true, absl::GetFlag(FLAGS_seed),
@@ -179,7 +198,12 @@ int main(int argc, char** argv) {
       int64_t loss_reads = 0;
       for (auto& batch : loader) {
         Tensor x = batch.x.to(device), y = batch.y.to(device);
-        Tensor loss = cross_entropy(model->forward(x), y);
+        if (ddp) {  // every rank draws the same global batch (same seed) and takes its share
+          const int64_t share = batch_size / world;
+          x = x.narrow(0, rank * share, share);
+          y = y.narrow(0, rank * share, share);
+        }
+        Tensor loss = cross_entropy(train_model->forward(x), y);
         opt.zero_grad();
         loss.backward();
         opt.step();
@@ -212,8 +236,10 @@ int main(int argc, char** argv) {
       fflush(stdout);
       nn::Metadata meta = {{"epoch", std::to_string(epoch + 1)}, {"model", model_name}};
       if (model_name == "mlp") meta["hidden"] = absl::GetFlag(FLAGS_hidden);
-      nn::save(*model, ckpt, meta);
-      opt.save(optim_ckpt);
+      if (rank == 0) {
+        nn::save(*model, ckpt, meta);
+        opt.save(optim_ckpt);
+      }
     }
     if (trained_epochs == 0) {
       printf("nothing to train (already at epoch %d of %d)\n", start_epoch, epochs);
@@ -224,6 +250,7 @@ int main(int argc, char** argv) {
       printf("time per epoch: %.2fs (mean of %d)\n", total_train_s / trained_epochs, trained_epochs);
     examples::print_runtime_metrics();
     printf("checkpoint: %s (optimizer state: %s)\n", ckpt.c_str(), optim_ckpt.c_str());
+    if (ddp) dist::finalize();
     return 0;
   } catch (const std::exception& e) {
     fprintf(stderr, "error: %s\n", e.what());

@@ -17,3 +17,4 @@
 #include "nn/transformer.h"
 // ---- LibTorch API: loss modules ----
 #include "nn/loss.h"
+#include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler

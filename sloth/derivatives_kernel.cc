@@ -127,6 +127,45 @@ Grads max_pool_scatter_grad(const FormulaArgs& a) {
   return {call_op(OpId::kMaxPool2dGather, {Tensor(a.grad), Tensor(a.inputs[1])}).impl(), nullptr};
 }
 
+// ---- distributed ----
+// The collectives are linear in each rank's input (kSum, kAvg), so each gradient is the
+// adjoint collective of the output's gradient, issued on every rank (a collective must be
+// reached by all of them): all_reduce <-> all_reduce, all_gather <-> reduce_scatter(kSum),
+// broadcast -> the sum of every rank's gradient, kept on the root. kMax/kMin are not
+// differentiated (as torch.distributed.nn); their rows' formula throws.
+Tensor collective(OpId op, const Tensor& g, CollectiveAttrs c) { return call_op(op, {g}, c); }
+void need_linear(OpId op, const CollectiveAttrs& c) {
+  if (c.reduce == CollectiveAttrs::kMax || c.reduce == CollectiveAttrs::kMin)
+    throw Error(std::string(op_name(op)) +
+                ": ReduceOp::kMax and kMin have no derivative; all_reduce a detached tensor, or "
+                "use kSum / kAvg");
+}
+Grads all_reduce_grad(const FormulaArgs& a) {
+  const CollectiveAttrs c = CollectiveAttrs::of(a.attrs);
+  need_linear(a.op, c);
+  return {collective(OpId::kAllReduce, Tensor(a.grad), c).impl()};
+}
+Grads broadcast_grad(const FormulaArgs& a) {
+  CollectiveAttrs c = CollectiveAttrs::of(a.attrs);
+  c.reduce = CollectiveAttrs::kSum;
+  const Tensor s = collective(OpId::kAllReduce, Tensor(a.grad), c);
+  return {(c.rank == c.root ? s : s * 0).impl()};
+}
+Grads all_gather_grad(const FormulaArgs& a) {
+  CollectiveAttrs c = CollectiveAttrs::of(a.attrs);
+  c.reduce = CollectiveAttrs::kSum;
+  Tensor g(a.grad);
+  const Shape& xs = a.input_info[0].shape;
+  if (xs.empty()) return {collective(OpId::kReduceScatter, g, c).reshape({}).impl()};
+  return {collective(OpId::kReduceScatter, g, c).impl()};
+}
+Grads reduce_scatter_grad(const FormulaArgs& a) {
+  const CollectiveAttrs c = CollectiveAttrs::of(a.attrs);
+  need_linear(a.op, c);
+  const Tensor g = collective(OpId::kAllGather, Tensor(a.grad), c);
+  return {(c.reduce == CollectiveAttrs::kAvg ? g / static_cast<double>(c.world) : g).impl()};
+}
+
 }  // namespace
 
 autograd::Formula kernel_op_formula(OpId op) {
@@ -144,6 +183,11 @@ autograd::Formula kernel_op_formula(OpId op) {
     // ---- pooling (Kernel) ----
     case OpId::kMaxPool2dGather: return max_pool_gather_grad;
     case OpId::kMaxPool2dScatter: return max_pool_scatter_grad;
+    // ---- distributed ----
+    case OpId::kAllReduce: return all_reduce_grad;
+    case OpId::kBroadcast: return broadcast_grad;
+    case OpId::kAllGather: return all_gather_grad;
+    case OpId::kReduceScatter: return reduce_scatter_grad;
     default: return nullptr;
   }
 }

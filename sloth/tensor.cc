@@ -246,6 +246,17 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   else m.leaf_hooks.push_back(std::move(h));
 }
 
+void Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
+  if (!requires_grad() || !is_leaf())
+    fail("register_post_accumulate_grad_hook: only a leaf that requires grad accumulates a "
+         "gradient; call it on a parameter");
+  autograd::ensure_meta(*impl()).post_accumulate_hooks.push_back(
+      [hook](const lazy::TensorImplPtr& leaf) {
+        Tensor t(leaf);
+        hook(t);
+      });
+}
+
 std::string Tensor::grad_fn_name() const {
   internal::tracks_grad(*this);
   auto* m = autograd::meta(*impl());

@@ -86,6 +86,9 @@ class Tensor {
   Tensor& detach_();
   int64_t version() const;
   void register_hook(std::function<Tensor(const Tensor&)> hook);
+  // Leaves that require grad: `hook(leaf)` runs after each backward accumulates into
+  // leaf.grad() (PyTorch's register_post_accumulate_grad_hook).
+  void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
   std::string grad_fn_name() const;  // "" for leaves and tensors without history
 
   // ---- views: share data with *this ----

@@ -140,6 +140,18 @@ absl::StatusOr<Values> eval_kernel(const Ctx& c) {
     // ---- pooling (Kernel) ----
     case OpId::kMaxPool2dIndices: case OpId::kMaxPool2dGather: case OpId::kMaxPool2dScatter:
       return eval_conv(c);
+    // ---- distributed ----
+    case OpId::kAllReduce: case OpId::kBroadcast: case OpId::kAllGather:
+    case OpId::kReduceScatter: {
+      // The reference is one process: every collective of a 1-process world returns its
+      // input (all_reduce's kAvg divides by 1). Multi-process values are checked by
+      // tests/dist_test under mpirun against closed forms.
+      const CollectiveAttrs at = CollectiveAttrs::of(c.a);
+      if (at.world != 1)
+        return invalid("%s: the reference computes a 1-process world only, got world = %d",
+                       op_name(c.op), at.world);
+      return c.in[0].v;
+    }
     default: return invalid("%s: no reference kernel", op_name(c.op));
   }
 }

@@ -84,6 +84,30 @@ void kernel_samples(Builder& b, OpId op) {
       b.add("f64", {b.T({1, 3, 2, 2}, f64), b.Idx({1, 3, 2, 2}, 10)}, hw);
       return;
     }
+    // ---- distributed ---- (a 1-process world: multi-process values are tests/dist_test's)
+    case OpId::kAllReduce:
+      b.add("sum_noncontig", {b.T({3, 4})}, CollectiveAttrs{.reduce = CollectiveAttrs::kSum}, {0});
+      b.add("avg_f64", {b.T({2, 3}, f64)}, CollectiveAttrs{.reduce = CollectiveAttrs::kAvg});
+      b.add("sum_i64", {b.T({5}, i64)}, CollectiveAttrs{.reduce = CollectiveAttrs::kSum});
+      b.add("0dim", {S(0.5)}, CollectiveAttrs{.reduce = CollectiveAttrs::kAvg});
+      b.add("empty", {b.T({0, 3})}, CollectiveAttrs{});
+      return;
+    case OpId::kBroadcast:
+      b.add("root0_noncontig", {b.T({3, 4})}, CollectiveAttrs{}, {0});
+      b.add("f64", {b.T({2, 3}, f64)}, CollectiveAttrs{});
+      b.add("bool", {b.T({4}, b8)}, CollectiveAttrs{});
+      return;
+    case OpId::kAllGather:
+      b.add("2d_noncontig", {b.T({3, 4})}, CollectiveAttrs{}, {0});
+      b.add("f64", {b.T({2, 3}, f64)}, CollectiveAttrs{});
+      b.add("0dim", {S(1.5)}, CollectiveAttrs{});
+      b.add("i64", {b.T({4}, i64)}, CollectiveAttrs{});
+      return;
+    case OpId::kReduceScatter:
+      b.add("sum_noncontig", {b.T({4, 3})}, CollectiveAttrs{.reduce = CollectiveAttrs::kSum}, {0});
+      b.add("avg_f64", {b.T({2, 3}, f64)}, CollectiveAttrs{.reduce = CollectiveAttrs::kAvg});
+      b.add("sum_i64", {b.T({6}, i64)}, CollectiveAttrs{});
+      return;
     default: return;
   }
 }

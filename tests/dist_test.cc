@@ -1,0 +1,234 @@
+// sloth::dist collectives. The same binary runs as a plain test (a 1-process world: no MPI)
+// and under `mpirun -np 2` / `-np 3` (tests/dist_mpi_test.sh), where each rank builds its own
+// inputs from its rank and checks the collective's result against values computed here in
+// float64 from every rank's inputs (closed forms, independent of MPI). Non-fatal EXPECTs only:
+// a rank that stopped early would leave the others waiting in a collective.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "dist/dist.h"
+#include "gtest/gtest.h"
+#include "sloth/sloth.h"
+#include "tests/support/errors.h"
+
+namespace sloth {
+namespace {
+
+using dist::ReduceOp;
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {{}, {5}, {3, 4}, {2, 3, 4}, {6, 1}};
+  return s;
+}
+const std::vector<DType>& dtypes() {
+  static const std::vector<DType> d = {kFloat32, kFloat64, kInt64};
+  return d;
+}
+
+// Rank r's input: element i is (i - n/2 + 1) * (r + 1) - r, so signs differ and the ranks'
+// order matters for max/min; exact in every dtype.
+double input_value(int64_t i, int64_t n, int r) {
+  return static_cast<double>((i - n / 2 + 1) * (r + 1) - r);
+}
+std::vector<double> input_values(int64_t n, int r) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = input_value(i, n, r);
+  return v;
+}
+Tensor rank_tensor(const Shape& s, DType d, int r) {
+  return tensor(input_values(numel(s), r), s, d);
+}
+
+std::vector<double> values(const Tensor& t) {
+  if (t.dtype() == kInt64) {
+    auto v = t.to_vector<int64_t>();
+    return std::vector<double>(v.begin(), v.end());
+  }
+  if (t.dtype() == kFloat32) {
+    auto v = t.to_vector<float>();
+    return std::vector<double>(v.begin(), v.end());
+  }
+  return t.to_vector<double>();
+}
+
+double reduce_expected(ReduceOp op, int64_t i, int64_t n, int world) {
+  double acc = input_value(i, n, 0);
+  for (int r = 1; r < world; ++r) {
+    const double x = input_value(i, n, r);
+    switch (op) {
+      case ReduceOp::kSum: case ReduceOp::kAvg: acc += x; break;
+      case ReduceOp::kMax: acc = std::max(acc, x); break;
+      case ReduceOp::kMin: acc = std::min(acc, x); break;
+    }
+  }
+  return op == ReduceOp::kAvg ? acc / world : acc;
+}
+
+const char* op_str(ReduceOp op) {
+  static const char* const kNames[] = {"sum", "avg", "max", "min"};
+  return kNames[static_cast<int>(op)];
+}
+
+TEST(Dist, WorldIsInitialized) {
+  EXPECT_TRUE(dist::is_initialized());
+  EXPECT_GE(dist::world_size(), 1);
+  EXPECT_GE(dist::rank(), 0);
+  EXPECT_LT(dist::rank(), dist::world_size());
+  dist::barrier();
+}
+
+TEST(Dist, AllReduceValues) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (const Shape& s : shapes())
+    for (DType d : dtypes())
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+        if (op == ReduceOp::kAvg && d == kInt64) continue;  // floating only (tested below)
+        Tensor t = rank_tensor(s, d, r);
+        dist::all_reduce(t, op);
+        EXPECT_EQ(t.dtype(), d);
+        EXPECT_EQ(t.shape(), s);
+        const std::vector<double> got = values(t);
+        const int64_t n = numel(s);
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_NEAR(got[i], reduce_expected(op, i, n, p), 1e-6)
+              << op_str(op) << " " << dtype_name(d) << " " << shape_str(s) << " element " << i;
+      }
+}
+
+// Several collectives pending in one step, one of them through a view: one graph, and the
+// write through the view reaches the base (functionalization).
+TEST(Dist, AllReducesInOneStepAndThroughAView) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor a = rank_tensor({4, 3}, kFloat32, r);
+  Tensor b = rank_tensor({7}, kFloat64, r);
+  Tensor base = rank_tensor({4, 5}, kFloat64, r);
+  Tensor view = base.narrow(1, 1, 2);
+  dist::all_reduce(a, ReduceOp::kSum);
+  dist::all_reduce(b, ReduceOp::kMax);
+  dist::all_reduce(view, ReduceOp::kAvg);
+  mark_step();
+  auto va = values(a), vb = values(b), vbase = values(base);
+  for (int64_t i = 0; i < 12; ++i) EXPECT_NEAR(va[i], reduce_expected(ReduceOp::kSum, i, 12, p), 1e-6);
+  for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(vb[i], reduce_expected(ReduceOp::kMax, i, 7, p));
+  for (int64_t i = 0; i < 20; ++i) {
+    const int64_t col = i % 5;
+    const double want = col == 1 || col == 2 ? reduce_expected(ReduceOp::kAvg, i, 20, p)
+                                              : input_value(i, 20, r);
+    EXPECT_NEAR(vbase[i], want, 1e-12) << "element " << i;
+  }
+}
+
+TEST(Dist, BroadcastValues) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (int root : {0, p - 1})
+    for (const Shape& s : shapes())
+      for (DType d : dtypes()) {
+        Tensor t = rank_tensor(s, d, r);
+        dist::broadcast(t, root);
+        EXPECT_EQ(values(t), input_values(numel(s), root))
+            << "root " << root << " " << dtype_name(d) << " " << shape_str(s);
+      }
+}
+
+TEST(Dist, AllGatherValues) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (const Shape& s : shapes())
+    for (DType d : dtypes()) {
+      std::vector<Tensor> parts = dist::all_gather(rank_tensor(s, d, r));
+      ASSERT_EQ(static_cast<int>(parts.size()), p);
+      for (int q = 0; q < p; ++q) {
+        EXPECT_EQ(parts[q].shape(), s);
+        EXPECT_EQ(parts[q].dtype(), d);
+        EXPECT_EQ(values(parts[q]), input_values(numel(s), q))
+            << "rank " << q << "'s part, " << dtype_name(d) << " " << shape_str(s);
+      }
+    }
+}
+
+TEST(Dist, ReduceScatterValues) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (const Shape& block : std::vector<Shape>{{2}, {1, 3}, {3, 2, 2}})
+    for (DType d : dtypes())
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+        if (op == ReduceOp::kAvg && d == kInt64) continue;
+        Shape full = block;
+        full[0] *= p;
+        Tensor out = dist::reduce_scatter(rank_tensor(full, d, r), op);
+        EXPECT_EQ(out.shape(), block);
+        const int64_t n = numel(full), m = numel(block);
+        const std::vector<double> got = values(out);
+        for (int64_t i = 0; i < m; ++i)
+          EXPECT_NEAR(got[i], reduce_expected(op, r * m + i, n, p), 1e-6)
+              << op_str(op) << " " << dtype_name(d) << " block " << shape_str(block) << " element " << i;
+      }
+}
+
+// Bad input throws before anything is recorded, names the call and the fix, and leaves the
+// tensor as it was (every rank fails the same way, so no rank waits).
+TEST(Dist, ErrorsNameTheFixAndChangeNothing) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor i = rank_tensor({4}, kInt64, r);
+  EXPECT_ERROR_HAS(dist::all_reduce(i, ReduceOp::kAvg), "kAvg needs a floating tensor");
+  EXPECT_EQ(values(i), input_values(4, r));
+  Tensor f = rank_tensor({3}, kFloat32, r);
+  EXPECT_ERROR_HAS(dist::broadcast(f, p), "root rank");
+  EXPECT_EQ(values(f), input_values(3, r));
+  if (p > 1)  // any length splits into 1 block
+    EXPECT_ERROR_HAS(dist::reduce_scatter(rank_tensor({p * 2 + 1}, kFloat32, r)),
+                     "must split into");
+  Tensor bad = tensor(1.0) > 0;
+  EXPECT_ERROR_HAS(dist::all_reduce(bad), "cannot reduce a bool tensor");
+  // Still usable afterwards.
+  dist::all_reduce(f);
+  auto v = values(f);
+  for (int64_t k = 0; k < 3; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 3, p), 1e-6);
+}
+
+// With SLOTH_DIST_CHECK=1 (the MPI test wrapper sets it), ranks that issue different
+// collectives fail with an error naming them, on every rank, instead of hanging.
+TEST(Dist, MismatchedShapesAreReported) {
+  const int p = dist::world_size(), r = dist::rank();
+  if (p == 1) GTEST_SKIP() << "needs 2 or more ranks";
+  ASSERT_STREQ(std::getenv("SLOTH_DIST_CHECK"), "1");
+  {
+    Tensor t = rank_tensor({r == 1 ? 3 : 4}, kFloat32, r);
+    dist::all_reduce(t);
+    EXPECT_ERROR_HAS(mark_step(), "mismatched collectives: rank 0 issued collective");
+  }
+  // The job goes on: matching collectives work again.
+  Tensor u = rank_tensor({2}, kFloat64, r);
+  dist::all_reduce(u);
+  auto v = values(u);
+  for (int64_t k = 0; k < 2; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 2, p), 1e-12);
+}
+
+// The in-place collectives act on values (as c10d): no autograd history.
+TEST(Dist, AllReduceOnAGradientDoesNotTrackHistory) {
+  Tensor w = tensor({1.0, 2.0, 3.0}, {3}, TensorOptions().requires_grad());
+  (w * w).sum().backward();
+  Tensor g = w.grad();
+  dist::all_reduce(g, ReduceOp::kAvg);
+  EXPECT_FALSE(g.requires_grad());
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{2, 4, 6}));  // the same on every rank
+}
+
+}  // namespace
+}  // namespace sloth
+
+// gtest on every rank inside one MPI job; the job fails when any rank has a failure.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  sloth::dist::init();
+  int failed = RUN_ALL_TESTS();
+  // Every rank learns whether any failed (an all_reduce of the failure flags).
+  sloth::Tensor f = sloth::tensor(static_cast<double>(failed != 0), sloth::kInt64);
+  sloth::dist::all_reduce(f, sloth::dist::ReduceOp::kMax);
+  failed = f.item<int64_t>() != 0;
+  if (failed && sloth::dist::rank() == 0)
+    std::fprintf(stderr, "dist_test: a rank of %d failed\n", sloth::dist::world_size());
+  sloth::dist::finalize();
+  return failed;
+}
