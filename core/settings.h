@@ -30,6 +30,9 @@ struct Settings {
   bool row_groups = true;
   // SLOTH_NUM_THREADS=n (n > 0): at most n CPU kernel threads (0: one per hardware thread).
   int num_threads = 0;
+  // SLOTH_POOL_SPIN_US=n: how long an idle CPU worker polls for the next kernel before it
+  // sleeps (and the submitting thread for the last chunks), in microseconds.
+  int64_t pool_spin_us = 100;
   // SLOTH_SMALL_GEMM=1: small float matmuls use the built-in kernel instead of OpenBLAS
   // (off by default: slower in the measurements so far; kept for measuring).
   bool small_gemm = false;

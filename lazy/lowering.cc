@@ -4,6 +4,7 @@
 #include <string>
 
 #include "lazy/cse.h"
+#include "lazy/epilogue_sink.h"
 #include "lazy/fusion.h"
 #include "lazy/matmul_transpose.h"
 #include "lazy/scheduler.h"
@@ -58,6 +59,7 @@ void plan_kernels(Plan& p, bool fuse) {
     std::vector<std::string> reasons;
     const bool log = log_enabled("fusion");
     fuse_kernels(p, log ? &reasons : nullptr);
+    sink_matmul_epilogues(p);
     for (const std::string& r : reasons) std::fprintf(stderr, "[sloth fusion] %s\n", r.c_str());
   } else {
     unfused_kernels(p);

@@ -403,5 +403,63 @@ TEST(MatmulTranspose, ProductsReadElsewhereAreLeftAlone) {
     for (int j = 0; j < 4; ++j) EXPECT_EQ(cv[i * 4 + j], tv[j * 3 + i]);
 }
 
+// A matmul's epilogue values read only by a later elementwise kernel move into that kernel,
+// which computes them from the product (in memory anyway as a result): Adam's g*(1-b1) and
+// g*g*(1-b2) of a weight gradient are no longer written and read back.
+TEST(EpilogueSink, ValuesReadOnlyByALaterKernelMoveIntoIt) {
+  Tensor a = data({3, 2}), b = data({2, 4}), m = data({3, 4});
+  Tensor g = matmul(a, b);               // a result: in memory anyway
+  // g*0.1 and g*g*0.01 (temporaries) were the GEMM kernel's epilogue before the pass.
+  Tensor out = m * 0.9 + g * 0.1 + g * g * 0.01;
+  std::vector<lazy::NodePtr> roots = {g.impl()->value(), out.impl()->value()};
+  lazy::Plan p = lazy::lower(lazy::build_graph(roots));
+  lazy::plan_kernels(p, /*fuse=*/true);
+  int matmul_kernels = 0;
+  for (const lazy::Kernel& k : p.kernels)
+    if (k.kind == lazy::KernelKind::kMatmul) {
+      ++matmul_kernels;
+      EXPECT_EQ(k.instrs.size(), 1u) << p.describe();  // the GEMM alone
+      EXPECT_EQ(k.outputs.size(), 1u) << p.describe();  // writes only the product
+    }
+  EXPECT_EQ(matmul_kernels, 1);
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), mv = m.to_vector<float>();
+  std::vector<float> gv = g.to_vector<float>(), ov = out.to_vector<float>();
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      EXPECT_NEAR(gv[i * 4 + j], ref, 1e-5);
+      EXPECT_NEAR(ov[i * 4 + j], 0.9 * mv[i * 4 + j] + 0.1 * ref + 0.01 * ref * ref, 1e-5);
+    }
+}
+
+// When the product itself is not needed outside, its epilogue stays (moving it would add a
+// write of the product).
+TEST(EpilogueSink, EpilogueOfATemporaryProductStays) {
+  Tensor a = data({3, 2}), b = data({2, 4}), m = data({3, 4});
+  // The row sum starts the reader as a kernel of its own (a reduce-then-broadcast break).
+  Tensor out = relu(matmul(a, b)) + m.sum(1, true);
+  std::vector<lazy::NodePtr> roots = {out.impl()->value()};
+  lazy::Plan p = lazy::lower(lazy::build_graph(roots));
+  lazy::plan_kernels(p, /*fuse=*/true);
+  int matmul_kernels = 0;
+  for (const lazy::Kernel& k : p.kernels)
+    if (k.kind == lazy::KernelKind::kMatmul) {
+      ++matmul_kernels;
+      EXPECT_EQ(k.instrs.size(), 2u) << p.describe();  // the GEMM and its relu
+    }
+  EXPECT_EQ(matmul_kernels, 1);
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), mv = m.to_vector<float>();
+  std::vector<float> ov = out.to_vector<float>();
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      double row = 0;
+      for (int k = 0; k < 4; ++k) row += mv[i * 4 + k];
+      EXPECT_NEAR(ov[i * 4 + j], std::max(ref, 0.0) + row, 1e-5);
+    }
+}
+
 }  // namespace
 }  // namespace sloth

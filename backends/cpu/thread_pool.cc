@@ -27,7 +27,10 @@ thread_local bool t_in_pool = false;
 // before it sleeps (a training step runs about a hundred kernels back to back, each a job;
 // sleeping in between put a futex wake-up and a task switch on each), and the caller spins
 // for the last chunks before it sleeps. Sleeping is std::atomic::wait (a futex).
-constexpr int64_t kSpinNs = 100'000;
+int64_t spin_ns() {
+  static const int64_t ns = settings().pool_spin_us * 1000;
+  return ns;
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,13 +41,15 @@ inline void cpu_relax() {
 // Spins until pred() or kSpinNs passed; returns pred().
 template <typename Pred>
 bool spin_until(Pred pred) {
+  const int64_t limit = spin_ns();
+  if (limit == 0) return pred();
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
     if (pred()) return true;
     cpu_relax();
     if ((i & 63) == 63 &&
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                .count() > kSpinNs)
+                .count() > limit)
       return pred();
   }
 }
