@@ -172,7 +172,6 @@ std::tuple<Tensor, Tensor> max_pool_values_indices(const Tensor& input, const At
   const bool batched = input.dim() != 3;
   Tensor x = batched ? input : input.unsqueeze(0);
   Tensor idx = call_op(OpId::kMaxPool2dIndices, {x}, attrs);
-  const int64_t n = x.size(0), c = x.size(1), ho = idx.size(2), wo = idx.size(3);
   Tensor y = call_op(OpId::kMaxPool2dGather, {x, idx});
   if (!batched) return {y.squeeze(0), idx.squeeze(0)};
   return {y, idx};

@@ -155,6 +155,7 @@ class CpuExecutable final : public lazy::Executable {
     // keep their layout vectors' capacity). A concurrent or re-entrant run of the same
     // executable gets a fresh table.
     const bool mine = !busy_.exchange(true, std::memory_order_acquire);
+    ComputeBurst burst;  // idle workers poll for this plan's next kernel, then sleep
     Env local_env;
     Env& env = mine ? env_ : local_env;
     if (!mine) env.vals.resize(plan_.slots.size());

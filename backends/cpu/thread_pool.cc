@@ -16,6 +16,7 @@ namespace sloth::cpu {
 namespace {
 
 thread_local bool t_in_pool = false;
+std::atomic<int> g_bursts{0};  // live ComputeBursts
 
 // Jobs are published through one atomic word, (generation << 32) | next chunk: a thread
 // claims a chunk with a compare-exchange that also checks the generation, so a worker that
@@ -23,10 +24,11 @@ thread_local bool t_in_pool = false;
 // and chunk count of a generation are only replaced after all its chunks were claimed and
 // run, so whoever claims a chunk read that generation's task.
 //
-// Waiting spins first: a worker that just finished spins for kSpinNs for the next job
-// before it sleeps (a training step runs about a hundred kernels back to back, each a job;
-// sleeping in between put a futex wake-up and a task switch on each), and the caller spins
-// for the last chunks before it sleeps. Sleeping is std::atomic::wait (a futex).
+// Waiting polls first: inside a ComputeBurst a worker that just finished polls for the next
+// job for SLOTH_POOL_SPIN_US before it sleeps (a training step runs tens of kernels back to
+// back, each a job; sleeping in between put a futex wake-up and a task switch on each); once
+// the burst ends it sleeps at once. The caller polls for its job's last chunks before it
+// sleeps. Sleeping is std::atomic::wait (a futex).
 int64_t spin_ns() {
   static const int64_t ns = settings().pool_spin_us * 1000;
   return ns;
@@ -117,7 +119,10 @@ class Pool {
     for (;;) {
       uint64_t v = state_.load(std::memory_order_acquire);
       if ((v >> 32) == seen) {
-        if (!spin_until([&] { return (state_.load(std::memory_order_acquire) >> 32) != seen; })) {
+        // Poll only while a plan runs (a burst): between plans the worker sleeps at once.
+        auto next_job = [&] { return (state_.load(std::memory_order_acquire) >> 32) != seen; };
+        if (!spin_until([&] { return next_job() || g_bursts.load(std::memory_order_relaxed) == 0; }) ||
+            !next_job()) {
           while (((v = state_.load(std::memory_order_acquire)) >> 32) == seen) state_.wait(v);
         }
         v = state_.load(std::memory_order_acquire);
@@ -159,6 +164,9 @@ Pool& pool() {
 }  // namespace
 
 int num_threads() { return pool().size(); }
+
+ComputeBurst::ComputeBurst() { g_bursts.fetch_add(1, std::memory_order_relaxed); }
+ComputeBurst::~ComputeBurst() { g_bursts.fetch_sub(1, std::memory_order_relaxed); }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
