@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "nn/nn.h"
 #include "sloth/sloth.h"
+#include "tests/support/pytorch_values.h"
 #include "tests/support/errors.h"
 
 namespace sloth {
@@ -17,24 +18,13 @@ namespace {
 
 #include "tests/conv_test_values.inc"
 
-// f(a * i) * scale for i = 0, 1, ... (the generator's inputs).
-Tensor seq(Shape shape, double (*f)(double), double a, double scale = 1.0, DType d = kFloat64) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = scale * f(a * static_cast<double>(i));
-  return tensor(v, shape, TensorOptions().dtype(d));
-}
-double sin_(double x) { return std::sin(x); }
-double cos_(double x) { return std::cos(x); }
-
+using testing::cos_;
+using testing::param;
+using testing::seq;
+using testing::sin_;
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-9) {
-  std::vector<double> got = t.to(kFloat64).contiguous().to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+  testing::expect_values(t, want, tol);
 }
-
-Tensor param(Tensor t) { return t.detach().requires_grad_(); }
 
 TEST(Conv2d, StridePaddingDilationBiasAndGradientsMatchPyTorch) {
   Tensor x = param(seq({2, 3, 5, 6}, sin_, 0.37));

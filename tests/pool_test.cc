@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "sloth/sloth.h"
+#include "tests/support/pytorch_values.h"
 #include "tests/support/errors.h"
 
 namespace sloth {
@@ -17,28 +18,17 @@ namespace {
 #include "tests/pool_test_values.inc"
 
 Tensor seq(Shape shape, double (*f)(double), double a, DType d = kFloat64) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = f(a * static_cast<double>(i));
-  return tensor(v, shape, TensorOptions().dtype(d));
+  return testing::seq(shape, f, a, 1.0, d);
 }
-double sin_(double x) { return std::sin(x); }
-double cos_(double x) { return std::cos(x); }
+using testing::cos_;
+using testing::param;
+using testing::sin_;
 double wavy(double t) { return std::sin(t) * std::cos(0.7 * t * t); }
 
 // NaN expects NaN; float32 results compare to float32 PyTorch values exactly.
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
-  std::vector<double> got = t.to(kFloat64).contiguous().to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "element " << i;
-    else if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << "element " << i;
-    else EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
-  }
+  testing::expect_values(t, want, tol);
 }
-
-Tensor param(Tensor t) { return t.detach().requires_grad_(); }
 
 // max_pool2d_with_indices and max_pool2d on x: values, indices, the gradient of
 // sum(y * cos(0.3 i)), all as PyTorch's.
