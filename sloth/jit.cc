@@ -38,7 +38,7 @@ namespace {
 constexpr int kMaxRecords = 8;     // shape signatures kept per step
 constexpr int kMaxMismatches = 4;  // consecutive differing traces before giving up on a shape
 
-bool log_on() { return lazy::log_enabled("jit"); }
+bool log_on() { return lazy::log_enabled("replay"); }
 
 enum class InKind : uint8_t { kArg, kArgView, kState, kStateView, kHostValue, kConst };
 

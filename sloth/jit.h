@@ -20,7 +20,7 @@
 // arguments and the state's current data, run the cached executable, rebind the state and
 // return the outputs, without running the C++ function.
 //
-// A call traces (and says why, in stats().last_reason and with SLOTH_LOG=jit) when:
+// A call traces (and says why, in stats().last_reason and with SLOTH_LOG=replay) when:
 //   - it is the first or second call with these argument shapes, dtypes and layouts (up to
 //     8 shape signatures are kept, so a last partial batch does not evict the full one);
 //   - the previous trace with these shapes differed (e.g. SGD's momentum buffers are made
