@@ -604,7 +604,14 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     // Donation as in the scheduler: a buffer that only this group's value holds is dead
     // once the step has run, so the executable may write the new value into it.
     if (!r.fallible && v->use_count() == 1 && src.storage && src.storage->use_count() == 1) {
-      r.in_buf[i] = std::move(src);
+      // Only the buffer moves: the layout vectors stay with the node (which output
+      // rebinding below reuses), so neither side allocates.
+      DeviceData& d = r.in_buf[i];
+      d.storage = std::move(src.storage);
+      d.layout.shape = src.layout.shape;
+      d.layout.strides = src.layout.strides;
+      d.layout.offset = src.layout.offset;
+      d.dtype = src.dtype;
       donating = true;
     } else {
       r.in_buf[i] = src;
@@ -624,8 +631,26 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
   outs->resize(r.num_returns);
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const OutputBind& o = r.outputs[i];
-    NodePtr n = Node::data_leaf(std::move(r.out_buf[i]));
-    for (const auto& grp : o.groups) {
+    DeviceData& out = r.out_buf[i];
+    if (o.groups.size() == 1 && o.returns.empty()) {
+      AliasGroup* grp = o.groups[0];
+      Node* v = grp->value.get();
+      if (v->use_count() == 1 && v->op == OpId::kData && v->data) {
+        // The state's own data node, held by nothing else: it takes the new value in place
+        // (no node, no layout vectors allocated; out_buf keeps its capacity).
+        DeviceData& dst = *v->data;
+        dst.storage = std::move(out.storage);
+        dst.layout.shape = out.layout.shape;
+        dst.layout.strides = out.layout.strides;
+        dst.layout.offset = out.layout.offset;
+        dst.dtype = out.dtype;
+        ++grp->version;
+        continue;
+      }
+    }
+    NodePtr n = Node::data_leaf(out);
+    out.storage.reset();
+    for (AliasGroup* grp : o.groups) {
       grp->value = n;
       ++grp->version;
     }
