@@ -75,8 +75,17 @@ struct ArgSig {
   Strides strides;
   DType dtype;
   Device device;
+  // The first earlier argument sharing this one's storage when traced (step(x, x), or two
+  // views of one batch): the graph then reads both through one input, so a replay needs the
+  // same sharing. Arguments traced apart may share storage later (they are bound apart).
+  int32_t shares = -1;
   bool operator==(const ArgSig&) const = default;
 };
+
+const Storage* storage_of(const Tensor& t) {
+  const NodePtr& v = t.impl()->base_value();
+  return v->data ? v->data->storage.get() : nullptr;
+}
 
 struct Action {
   std::function<void()> effect;   // or
@@ -395,6 +404,12 @@ bool Core::begin_trace(absl::Span<const Tensor* const> args) {
       m.entry_value.emplace(grp->value.get(), std::move(grp));
     }
   }
+  for (size_t k = 0; k < args.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      if (storage_of(*args[j]) == storage_of(*args[k])) {
+        m.cur->args[k].shares = static_cast<int32_t>(j);
+        break;
+      }
   for (size_t k = 0; k < args.size(); ++k) {
     NodePtr v = args[k]->impl()->value();
     m.arg_groups.push_back(args[k]->impl()->group);
@@ -493,7 +508,7 @@ bool Core::try_replay(absl::Span<const Tensor* const> args, std::vector<Tensor>*
       const TensorImpl& i = *t.impl();
       const ArgSig& s = r.args[k];
       if (i.shape != s.shape || i.dtype != s.dtype || i.strides != s.strides ||
-          i.group->device != s.device) {
+          i.group->device != s.device || (s.shares >= 0 && i.group != args[s.shares]->impl()->group)) {
         ok = false;
         if (why.empty())
           why = absl::StrFormat("argument %d is %s %s strides %s, recorded %s %s strides %s", k,

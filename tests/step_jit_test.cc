@@ -169,6 +169,20 @@ TEST(StepJit, DtypeChangeFallsBack) {
   EXPECT_TRUE(step.stats().last_replayed);
 }
 
+TEST(StepJit, ArgumentsPassedTwiceAreNotConfused) {
+  auto step = jit([](const Tensor& a, const Tensor& b) { return (a * 2 + b).sum(); });
+  Tensor x = tensor({1, 2, 3}), y = tensor({10, 20, 30});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(x, x).item(), 18);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(x, y).item(), 72);  // traced apart: a new signature
+  EXPECT_FALSE(step.stats().last_replayed);
+  EXPECT_EQ(step(y, x).item(), 126);
+  EXPECT_EQ(step(x, y).item(), 72);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(y, y).item(), 180);  // shares again: the first recording
+  EXPECT_TRUE(step.stats().last_replayed);
+}
+
 TEST(StepJit, ChangingHostScalarIsDetected) {
   Data d = make_data(6, 4, 7);
   using R = TrainRun<optim::SGD, optim::SGDOptions>;
