@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/error.h"
 #include "lazy/backend.h"
@@ -315,6 +316,8 @@ void Core::Impl::classify_outputs(const std::vector<Ref<AliasGroup>>& pending,
   r.outputs.assign(roots.size(), OutputBind{});
   absl::flat_hash_map<Node*, int32_t> root_index;
   for (size_t i = 0; i < roots.size(); ++i) root_index[roots[i].get()] = static_cast<int32_t>(i);
+  absl::flat_hash_set<const AliasGroup*> preexisting;
+  for (const auto& e : entry_value) preexisting.insert(e.second.get());
   std::vector<const AliasGroup*> returned_groups;
   for (size_t k = 0; k < returned.size(); ++k) {
     const Tensor& t = returned[k];
@@ -335,9 +338,7 @@ void Core::Impl::classify_outputs(const std::vector<Ref<AliasGroup>>& pending,
   for (const auto& grp : pending) {
     auto it = root_index.find(grp->value.get());
     if (it == root_index.end()) continue;  // pending but not computed: cannot happen after a flush
-    const bool pre = std::find_if(entry_value.begin(), entry_value.end(), [&](const auto& e) {
-                       return e.second.get() == grp.get();
-                     }) != entry_value.end();
+    const bool pre = preexisting.contains(grp.get());
     if (!pre && std::find(returned_groups.begin(), returned_groups.end(), grp.get()) != returned_groups.end())
       continue;  // the returned tensor itself: replays return a fresh one
     for (const auto& ag : arg_groups)
