@@ -34,9 +34,11 @@
 // writes to its own arguments in place, or returns a tensor it did not compute.
 //
 // The contract. The step must be a function of its tensor arguments and of the state it
-// reads (module parameters and buffers, optimizer state). Everything else is frozen at
-// trace time: host branches on data, Python-style side effects (counters, prints, logging),
-// numbers captured by the lambda. The standard optimizers are jit-aware: their learning rate
+// reads (module parameters and buffers, optimizer state). Host control flow is frozen at
+// trace time: branches on data or on flags (module train()/eval(): jit the training and
+// the evaluation step as two functions), and side effects (counters, prints) happen only
+// in traced calls. Numbers the step passes into the graph are checked instead: if they
+// change between traces, the step traces every call (see above). The standard optimizers are jit-aware: their learning rate
 // (set_lr, schedulers) and Adam's bias corrections are read again at every replay, and
 // their step counts advance. Outputs of a replayed call carry no autograd history. Tensors
 // the step creates and keeps (e.g. each parameter's .grad) are the same tensor objects from
