@@ -99,6 +99,37 @@ class NnMlp {
   sloth::optim::SGD opt_;
 };
 
+// The same model and step under sloth::jit (sloth/jit.h): after two equal traces, a call
+// replays the recorded plan without running the C++ step.
+class NnMlpJit {
+ public:
+  explicit NnMlpJit(const std::vector<int64_t>& sizes)
+      : model_(std::make_shared<sloth::nn::MLP>(sizes)),
+        opt_(model_->parameters(), {.lr = 0.01, .momentum = 0.9}) {
+    sloth::mark_step();
+  }
+  double step_ce(const sloth::Tensor& x, const sloth::Tensor& y) { return ce_(x, y).item(); }
+  double step_mse(const sloth::Tensor& x, const sloth::Tensor& y) { return mse_(x, y).item(); }
+  const sloth::JitStats& stats() const { return mse_.stats().calls ? mse_.stats() : ce_.stats(); }
+
+ private:
+  struct Body {
+    NnMlpJit* self;
+    bool ce;
+    sloth::Tensor operator()(const sloth::Tensor& x, const sloth::Tensor& t) const {
+      sloth::Tensor out = self->model_->forward(x);
+      sloth::Tensor loss = ce ? sloth::cross_entropy(out, t) : sloth::mse_loss(out, t);
+      self->opt_.zero_grad();
+      loss.backward();
+      self->opt_.step();
+      return loss;
+    }
+  };
+  std::shared_ptr<sloth::nn::MLP> model_;
+  sloth::optim::SGD opt_;
+  sloth::Jit<Body> ce_{Body{this, true}}, mse_{Body{this, false}};
+};
+
 template <class Model>
 void train_mlp(benchmark::State& state) {
   const int64_t batch = state.range(0);
@@ -172,12 +203,18 @@ BENCHMARK(BM_TrainMlp)->Arg(256)->Arg(32)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_TrainMlpRaw)->Arg(256)->Arg(32)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMillisecond)->MinTime(2.0);
+void BM_TrainMlpJit(benchmark::State& state) { train_mlp<NnMlpJit>(state); }
+BENCHMARK(BM_TrainMlpJit)->Arg(32)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_TrainTinyMlp(benchmark::State& state) { train_tiny_mlp<NnMlp>(state); }
 void BM_TrainTinyMlpRaw(benchmark::State& state) { train_tiny_mlp<sloth_bench::Mlp>(state); }
 BENCHMARK(BM_TrainTinyMlp)->Arg(16)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_TrainTinyMlpRaw)->Arg(16)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+void BM_TrainTinyMlpJit(benchmark::State& state) { train_tiny_mlp<NnMlpJit>(state); }
+BENCHMARK(BM_TrainTinyMlpJit)->Arg(16)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
 // The README's main job, step for step: train_fashion_mnist's MLP 784-256-128-10 at batch 128

@@ -54,6 +54,11 @@ bool in_sync = false;
 
 bool fusion_enabled() { return settings().fusion; }
 
+// ---- replay (sloth::jit) ----
+GraphObserver graph_observer = nullptr;
+void* graph_observer_ctx = nullptr;
+uint64_t cache_epoch = 0;
+
 // Why a plan missed the cache: the first instruction that differs from the nearest cached
 // plan (the one sharing the longest prefix), so a user sees which op or shape changed.
 std::string miss_reason(const Plan& p, DeviceType dt) {
@@ -158,6 +163,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
                                                               : "plan cache hit",
                                           g.order.size()));
   plan_scope.finish();
+  if (graph_observer) graph_observer(graph_observer_ctx, g, cp->exe.get(), cp->fallible, device);
 
   auto t1 = Clock::now();
   profiling::Scope exec_scope(profiling::Kind::kPhase, "execute");
@@ -230,8 +236,16 @@ int64_t plan_cache_size() {
   return static_cast<int64_t>(cache().plans[0].size() + cache().plans[1].size());
 }
 void clear_plan_cache() {
+  ++cache_epoch;
   cache().plans[0].clear();
   cache().plans[1].clear();
 }
+
+// ---- replay (sloth::jit) ----
+void set_graph_observer(GraphObserver observer, void* ctx) {
+  graph_observer = observer;
+  graph_observer_ctx = ctx;
+}
+uint64_t plan_cache_epoch() { return cache_epoch; }
 
 }  // namespace sloth::lazy

@@ -33,4 +33,17 @@ void clear_plan_cache();
 // SLOTH_LOG=plans,fusion (comma separated) turns on logging to stderr.
 bool log_enabled(const char* topic);
 
+// ---- replay (sloth::jit, sloth/jit.h) ----
+// While an observer is set, every graph a sync runs is shown to it after its plan is found
+// and before its inputs are bound (the graph's nodes are still as built). sloth::jit records
+// a step's graph this way and later runs `exe` itself with new data.
+struct Graph;
+class Executable;
+using GraphObserver = void (*)(void* ctx, const Graph& g, Executable* exe, bool fallible,
+                               Device device);
+void set_graph_observer(GraphObserver observer, void* ctx);
+// Bumps whenever cached executables are dropped (clear_plan_cache), so a recorded executable
+// is known to be gone.
+uint64_t plan_cache_epoch();
+
 }  // namespace sloth::lazy

@@ -126,6 +126,14 @@ std::vector<Ref<AliasGroup>> pending_groups(Device device) {
   return out;
 }
 
+std::vector<Ref<AliasGroup>> live_groups(Device device) {
+  std::vector<Ref<AliasGroup>> out;
+  RegistryLock lock;
+  for (AliasGroup* g = registry_head; g != nullptr; g = g->next)
+    if (g->device == device && g->value && g->use_count() > 0) out.emplace_back(g);
+  return out;
+}
+
 NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
   absl::InlinedVector<TensorMeta, 4> metas;
   for (const auto& n : inputs) metas.push_back({&n->shape, n->dtype, n->op == OpId::kScalar});

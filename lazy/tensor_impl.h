@@ -39,6 +39,7 @@ class AliasGroup final : public RefCounted {
   NodePtr value;         // the base's current value
   Device device;
   int64_t version = 0;   // bumps on every write through any alias
+  int32_t jit_holds = 0;  // references held by sloth::jit records (sloth/jit.cc)
 
   // Intrusive list of live groups: mark_step() flushes every pending one.
   AliasGroup* prev = nullptr;
@@ -110,5 +111,7 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs);
 
 // Every live group whose value is pending, for mark_step().
 std::vector<Ref<AliasGroup>> pending_groups(Device device);
+// Every live group of a device, pending or not (sloth::jit snapshots them before a step).
+std::vector<Ref<AliasGroup>> live_groups(Device device);
 
 }  // namespace sloth::lazy

@@ -133,12 +133,17 @@ std::vector<std::string> SGD::state_names() const {
 void SGD::step() {
   NoGradGuard guard;
   Tensor lr = scalar(lr_);
+  // Under sloth::jit the learning rate is read again at every replay (set_lr, schedules) and
+  // the step counts advance (sloth/jit.h).
+  const bool jit = jit_recording();
+  if (jit) jit_host_value(lr, [this] { return lr_; });
   const SGDOptions& o = options_;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     Tensor d = p.grad();
     if (!d.defined()) continue;
     ++steps_[i];
+    if (jit) jit_on_replay([this, i] { ++steps_[i]; });
     if (o.weight_decay() != 0) d = d + p * o.weight_decay();
     if (o.momentum() != 0) {
       auto it = state_[i].find("momentum_buffer");
@@ -189,9 +194,18 @@ void Adam::step() {
     if (!g.defined()) continue;
     auto& st = state_[i];
     const int64_t t = ++steps_[i];
+    // Under sloth::jit, the step count advances and every number computed here from the
+    // learning rate and the step count is computed again at each replay (sloth/jit.h).
+    const bool jit = jit_recording();
+    if (jit) jit_on_replay([this, i] { ++steps_[i]; });
     if (o.weight_decay() != 0) {
-      if (decoupled_) p.mul_(scalar(1 - lr_ * o.weight_decay()));
-      else g = g + p * o.weight_decay();
+      if (decoupled_) {
+        Tensor decay = scalar(1 - lr_ * o.weight_decay());
+        if (jit) jit_host_value(decay, [this] { return 1 - lr_ * options_.weight_decay(); });
+        p.mul_(decay);
+      } else {
+        g = g + p * o.weight_decay();
+      }
     }
     Tensor& m = st["exp_avg"];
     Tensor& v = st["exp_avg_sq"];
@@ -199,10 +213,18 @@ void Adam::step() {
     m.add_(g * (1 - o.beta1()));
     v.mul_(o.beta2());
     v.add_(g * g * (1 - o.beta2()));
-    const double bc1 = 1 - std::pow(o.beta1(), double(t));
-    const double bc2 = 1 - std::pow(o.beta2(), double(t));
-    Tensor step_size = scalar(lr_ / bc1);
-    Tensor bc2_sqrt = scalar(std::sqrt(bc2));
+    auto step_size_at = [this](int64_t t) {
+      return lr_ / (1 - std::pow(options_.beta1(), double(t)));
+    };
+    auto bc2_sqrt_at = [this](int64_t t) {
+      return std::sqrt(1 - std::pow(options_.beta2(), double(t)));
+    };
+    Tensor step_size = scalar(step_size_at(t));
+    Tensor bc2_sqrt = scalar(bc2_sqrt_at(t));
+    if (jit) {
+      jit_host_value(step_size, [this, i, step_size_at] { return step_size_at(steps_[i]); });
+      jit_host_value(bc2_sqrt, [this, i, bc2_sqrt_at] { return bc2_sqrt_at(steps_[i]); });
+    }
     Tensor denom = v.sqrt() / bc2_sqrt + o.eps();
     p.sub_(m / denom * step_size);
   }

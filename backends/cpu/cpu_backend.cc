@@ -250,13 +250,15 @@ class CpuExecutable final : public lazy::Executable {
           break;
       }
     }
-    outputs->clear();
-    outputs->reserve(plan_.outputs.size());
-    for (int32_t s : plan_.outputs) {
+    // Assigned into the caller's elements: a caller that reuses `outputs` run after run
+    // (sloth::jit's replays) keeps their layout vectors' capacity, so nothing is allocated.
+    outputs->resize(plan_.outputs.size());
+    for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+      const int32_t s = plan_.outputs[o];
       const DeviceData& d = env.get(s);
       if (!d.storage)
         return absl::InternalError(absl::StrFormat("cpu backend: output slot %d was never computed", s));
-      outputs->push_back(d);
+      (*outputs)[o] = d;
     }
     return absl::OkStatus();
   }

@@ -1,0 +1,320 @@
+// sloth::jit (sloth/jit.h): a replayed training step gives what tracing gives (parameters,
+// gradients, optimizer state, losses), falls back to tracing with a reason on new argument
+// shapes, host values that change, syncs inside the step and state that changed hands.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nn/nn.h"
+#include "sloth/sloth.h"
+
+namespace sloth {
+namespace {
+
+const std::vector<int64_t> kSizes = {6, 16, 16, 3};
+
+struct Data {
+  std::vector<Tensor> x, y;
+};
+
+Data make_data(int n, int64_t batch, uint64_t seed) {
+  manual_seed(seed);
+  Data d;
+  for (int i = 0; i < n; ++i) {
+    d.x.push_back(randn({batch, kSizes.front()}));
+    d.y.push_back(randn({batch, kSizes.back()}));
+  }
+  mark_step();
+  return d;
+}
+
+void expect_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].defined(), b[i].defined()) << what << " " << i;
+    if (!a[i].defined()) continue;
+    auto va = a[i].to_vector<float>(), vb = b[i].to_vector<float>();
+    ASSERT_EQ(va.size(), vb.size()) << what << " " << i;
+    for (size_t j = 0; j < va.size(); ++j)
+      ASSERT_NEAR(va[j], vb[j], tol) << what << " tensor " << i << " element " << j;
+  }
+}
+
+std::vector<Tensor> grads(nn::MLP& m) {
+  std::vector<Tensor> g;
+  for (auto& p : m->parameters()) g.push_back(p.grad());
+  return g;
+}
+
+// One model, one optimizer, one step function: traced every call, or jitted.
+template <class Opt, class Options>
+struct TrainRun {
+  nn::MLP model;
+  Opt opt;
+  explicit TrainRun(Options o) : model(init(kSizes)), opt(model->parameters(), o) {}
+  static nn::MLP init(const std::vector<int64_t>& sizes) {
+    manual_seed(11);
+    nn::MLP m(sizes);
+    mark_step();
+    return m;
+  }
+  Tensor body(const Tensor& x, const Tensor& y) {
+    Tensor loss = mse_loss(model(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    return loss;
+  }
+};
+
+template <class Opt, class Options>
+void check_matches_traced(Options o, int steps, int64_t expect_replays, bool change_lr) {
+  Data d = make_data(steps, 8, 3);
+  TrainRun<Opt, Options> ref(o), jr(o);
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return jr.body(x, y); });
+  for (int i = 0; i < steps; ++i) {
+    if (change_lr && i == steps / 2) {
+      ref.opt.set_lr(ref.opt.lr() * 0.5);
+      jr.opt.set_lr(jr.opt.lr() * 0.5);
+    }
+    Tensor l_ref = ref.body(d.x[i], d.y[i]);
+    mark_step();
+    Tensor l_jit = step(d.x[i], d.y[i]);
+    ASSERT_NEAR(l_ref.item(), l_jit.item(), 1e-6) << "step " << i << ": " << step.stats().to_string();
+  }
+  EXPECT_EQ(step.stats().replays, expect_replays) << step.stats().to_string();
+  expect_close(ref.model->parameters(), jr.model->parameters(), 1e-6, "parameters");
+  expect_close(grads(ref.model), grads(jr.model), 1e-6, "gradients");
+  std::vector<Tensor> sr, sj;
+  for (auto& [n, t] : ref.opt.state_tensors()) sr.push_back(t);
+  for (auto& [n, t] : jr.opt.state_tensors()) sj.push_back(t);
+  expect_close(sr, sj, 1e-6, "optimizer state");
+  EXPECT_EQ(ref.opt.step_count(), jr.opt.step_count());
+}
+
+TEST(StepJit, SgdMomentumMatchesTraced) {
+  // Call 1 makes the momentum buffers (a different graph), calls 2 and 3 agree: replays
+  // from call 4.
+  check_matches_traced<optim::SGD>(optim::SGDOptions{.lr = 0.05, .momentum = 0.9}, 20, 17,
+                                   /*change_lr=*/false);
+}
+
+TEST(StepJit, SgdLearningRateChangeIsSeenByReplay) {
+  check_matches_traced<optim::SGD>(
+      optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true},
+      20, 17, /*change_lr=*/true);
+}
+
+TEST(StepJit, AdamWMatchesTraced) {
+  // Call 1 also syncs the fresh moments (2 graphs); calls 2 and 3 agree: replays from call 4.
+  // The bias corrections and the learning rate are recomputed at each replay.
+  check_matches_traced<optim::AdamW>(optim::AdamWOptions{.lr = 0.01, .weight_decay = 0.1}, 20,
+                                     17, /*change_lr=*/true);
+}
+
+TEST(StepJit, AdamMatchesTraced) {
+  check_matches_traced<optim::Adam>(optim::AdamOptions{.lr = 0.01, .weight_decay = 0.01}, 12, 9,
+                                    /*change_lr=*/false);
+}
+
+TEST(StepJit, ShapeChangeFallsBackAndKeepsBothRecordings) {
+  Data d8 = make_data(8, 8, 5), d5 = make_data(4, 5, 6);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R ref(optim::SGDOptions{.lr = 0.1}), jr(optim::SGDOptions{.lr = 0.1});
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return jr.body(x, y); });
+  auto both = [&](const Tensor& x, const Tensor& y) {
+    Tensor a = ref.body(x, y);
+    mark_step();
+    Tensor b = step(x, y);
+    EXPECT_NEAR(a.item(), b.item(), 1e-6);
+  };
+  for (int i = 0; i < 4; ++i) both(d8.x[i], d8.y[i]);
+  EXPECT_EQ(step.stats().replays, 2);
+  EXPECT_TRUE(step.stats().last_replayed);
+  both(d5.x[0], d5.y[0]);
+  EXPECT_FALSE(step.stats().last_replayed);
+  EXPECT_NE(step.stats().last_reason.find("argument 0"), std::string::npos)
+      << step.stats().last_reason;
+  EXPECT_NE(step.stats().last_reason.find("[5, 6]"), std::string::npos) << step.stats().last_reason;
+  // Back to batch 8: its recording is still there, but the batch-5 trace made new .grad
+  // tensors, so it traces once (and verifies against its recording), then replays.
+  both(d8.x[4], d8.y[4]);
+  EXPECT_FALSE(step.stats().last_replayed);
+  EXPECT_NE(step.stats().last_reason.find("dropped"), std::string::npos) << step.stats().last_reason;
+  both(d8.x[5], d8.y[5]);
+  EXPECT_TRUE(step.stats().last_replayed) << step.stats().last_reason;
+  for (int i = 1; i < 4; ++i) both(d5.x[i], d5.y[i]);
+  EXPECT_TRUE(step.stats().last_replayed) << step.stats().last_reason;
+  both(d8.x[6], d8.y[6]);
+  both(d8.x[7], d8.y[7]);
+  EXPECT_TRUE(step.stats().last_replayed);
+  expect_close(ref.model->parameters(), jr.model->parameters(), 1e-6, "parameters");
+  expect_close(grads(ref.model), grads(jr.model), 1e-6, "gradients");
+}
+
+TEST(StepJit, DtypeChangeFallsBack) {
+  auto step = jit([](const Tensor& x) { return (x * 2).sum(); });
+  Tensor a = tensor({1, 2, 3}), b = tensor({1, 2, 3}, {}, kFloat64);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(a).item(), 12);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(b).item(), 12);
+  EXPECT_FALSE(step.stats().last_replayed);
+  EXPECT_NE(step.stats().last_reason.find("float64"), std::string::npos) << step.stats().last_reason;
+  EXPECT_EQ(step(b).dtype(), kFloat64);
+  EXPECT_EQ(step(b).item(), 12);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(a).dtype(), kFloat32);
+  EXPECT_TRUE(step.stats().last_replayed);
+}
+
+TEST(StepJit, ArgumentsPassedTwiceAreNotConfused) {
+  auto step = jit([](const Tensor& a, const Tensor& b) { return (a * 2 + b).sum(); });
+  Tensor x = tensor({1, 2, 3}), y = tensor({10, 20, 30});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(x, x).item(), 18);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(x, y).item(), 72);  // traced apart: a new signature
+  EXPECT_FALSE(step.stats().last_replayed);
+  EXPECT_EQ(step(y, x).item(), 126);
+  EXPECT_EQ(step(x, y).item(), 72);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_EQ(step(y, y).item(), 180);  // shares again: the first recording
+  EXPECT_TRUE(step.stats().last_replayed);
+}
+
+TEST(StepJit, ChangingHostScalarIsDetected) {
+  Data d = make_data(6, 4, 7);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.1});
+  int k = 0;
+  // A number computed on the host from a counter: frozen into the graph as a scalar.
+  auto step = jit([&](const Tensor& x, const Tensor& y) {
+    Tensor loss = mse_loss(jr.model(x), y) * double(1 + k++);
+    jr.opt.zero_grad();
+    loss.backward();
+    jr.opt.step();
+    return loss;
+  });
+  std::vector<double> got;
+  for (int i = 0; i < 6; ++i) got.push_back(step(d.x[i], d.y[i]).item());
+  EXPECT_EQ(step.stats().replays, 0);
+  EXPECT_EQ(step.stats().traces, 6);
+  EXPECT_EQ(k, 6);  // the function ran every call
+  EXPECT_NE(step.stats().last_reason.find("host scalar"), std::string::npos)
+      << step.stats().last_reason;
+  // Each call's value is right: the traced model with the same factors.
+  R ref(optim::SGDOptions{.lr = 0.1});
+  for (int i = 0; i < 6; ++i) {
+    Tensor loss = mse_loss(ref.model(d.x[i]), d.y[i]) * double(1 + i);
+    ref.opt.zero_grad();
+    loss.backward();
+    ref.opt.step();
+    EXPECT_NEAR(loss.item(), got[i], 1e-6);
+  }
+  expect_close(ref.model->parameters(), jr.model->parameters(), 1e-6, "parameters");
+}
+
+TEST(StepJit, ChangingHostTensorIsDetected) {
+  Data d = make_data(5, 4, 8);
+  nn::MLP model = TrainRun<optim::SGD, optim::SGDOptions>::init(kSizes);
+  double scale = 1;
+  auto step = jit([&](const Tensor& x) {
+    NoGradGuard g;
+    scale *= 2;
+    return (model(x) * tensor(scale)).sum();  // a data tensor made from a host number
+  });
+  for (int i = 0; i < 5; ++i) {
+    NoGradGuard g;
+    double want = (model(d.x[i]) * (1 << (i + 1))).sum().item();
+    EXPECT_NEAR(step(d.x[i]).item(), want, 1e-4);
+  }
+  EXPECT_EQ(step.stats().replays, 0);
+  EXPECT_NE(step.stats().last_reason.find("holds different values"), std::string::npos)
+      << step.stats().last_reason;
+}
+
+TEST(StepJit, SyncInsideTheStepFallsBack) {
+  Data d = make_data(5, 4, 9);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.1}), ref(optim::SGDOptions{.lr = 0.1});
+  double seen = 0;
+  auto step = jit([&](const Tensor& x, const Tensor& y) {
+    Tensor loss = jr.body(x, y);
+    seen = loss.item();  // a sync inside the step
+    return loss;
+  });
+  for (int i = 0; i < 5; ++i) {
+    double want = ref.body(d.x[i], d.y[i]).item();
+    EXPECT_NEAR(step(d.x[i], d.y[i]).item(), want, 1e-6);
+    EXPECT_NEAR(seen, want, 1e-6);
+  }
+  EXPECT_EQ(step.stats().replays, 0);
+  EXPECT_NE(step.stats().last_reason.find("graphs"), std::string::npos) << step.stats().last_reason;
+}
+
+TEST(StepJit, GradDroppedOutsideTheStepRetraces) {
+  Data d = make_data(8, 4, 10);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.1}), ref(optim::SGDOptions{.lr = 0.1});
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return jr.body(x, y); });
+  for (int i = 0; i < 8; ++i) {
+    if (i == 5) {
+      jr.opt.zero_grad();  // drops the .grad tensors the recording refills
+      ref.opt.zero_grad();
+    }
+    ref.body(d.x[i], d.y[i]);
+    mark_step();
+    step(d.x[i], d.y[i]);
+    if (i == 5) {
+      EXPECT_FALSE(step.stats().last_replayed);
+      EXPECT_NE(step.stats().last_reason.find("dropped"), std::string::npos)
+          << step.stats().last_reason;
+    }
+    expect_close(grads(ref.model), grads(jr.model), 1e-6, "gradients");
+  }
+  EXPECT_TRUE(step.stats().last_replayed);
+  expect_close(ref.model->parameters(), jr.model->parameters(), 1e-6, "parameters");
+}
+
+TEST(StepJit, ReturnedTensorsAreFreshAndHistoryFree) {
+  Data d = make_data(6, 4, 12);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.1});
+  auto step = jit([&](const Tensor& x, const Tensor& y) {
+    Tensor out = jr.model(x);
+    Tensor loss = mse_loss(out, y);
+    jr.opt.zero_grad();
+    loss.backward();
+    jr.opt.step();
+    return std::make_tuple(loss, out.detach());
+  });
+  std::vector<Tensor> losses;
+  std::vector<double> values;
+  for (int i = 0; i < 6; ++i) {
+    auto [loss, out] = step(d.x[i], d.y[i]);
+    EXPECT_EQ(out.shape(), (Shape{4, 3}));
+    losses.push_back(loss);
+    values.push_back(loss.item());
+  }
+  EXPECT_EQ(step.stats().replays, 4);  // no momentum: calls 1 and 2 agree
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(losses[i].item(), values[i]);  // not overwritten
+  EXPECT_FALSE(losses.back().requires_grad());
+}
+
+TEST(StepJit, LogsFallbackReasons) {
+  Data d = make_data(3, 4, 13);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.1});
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return jr.body(x, y); });
+  step(d.x[0], d.y[0]);
+  EXPECT_EQ(step.stats().last_reason, "first call");
+  step(d.x[1], d.y[1]);
+  EXPECT_NE(step.stats().last_reason.find("verifying"), std::string::npos);
+  step(d.x[2], d.y[2]);
+  EXPECT_TRUE(step.stats().last_replayed);
+  EXPECT_NE(step.stats().to_string().find("1 replayed"), std::string::npos) << step.stats().to_string();
+}
+
+}  // namespace
+}  // namespace sloth
