@@ -5,8 +5,10 @@
 //   mpirun -np 2 bazel-bin/examples/train_fashion_mnist --ddp      (data-parallel, 2 ranks)
 //
 // Each step records forward, loss, backward and the optimizer update, then mark_step() runs
-// them as ONE graph (a plan-cache hit from the third step on). The loss is read with item()
-// only every --log_every steps, so the loop does not wait for each step's result.
+// them as ONE graph (a plan-cache hit from the third step on). The MLP's step goes through
+// sloth::jit (--jit, on by default): from its fourth call the step's plan is replayed with
+// each batch's data without tracing. The loss is read with item() only every --log_every
+// steps, so the loop does not wait for each step's result.
 //
 // Defaults (784-256-128-10, AdamW lr 3e-3 cosine-annealed per step, weight decay 1e-2,
 // batch 128, standardized pixels) reached 89.1% test accuracy after 5 epochs (88.9% with
@@ -58,6 +60,9 @@ ABSL_FLAG(bool, ddp, false,
           "trains on its 1/world share of every --batch_size batch; rank 0 prints and saves");
 ABSL_FLAG(bool, resume, false, "resume from --checkpoint (model, optimizer, epoch)");
 ABSL_FLAG(int, log_every, 50, "read the loss (a sync) every N steps");
+ABSL_FLAG(bool, jit, true,
+          "mlp: replay the training step with sloth::jit (no tracing from the 4th step on; "
+          "the cnn's dropout draws new seeds each step, so it always traces)");
 
 using namespace sloth;
 using examples::Clock;
@@ -187,6 +192,20 @@ int main(int argc, char** argv) {
            model_desc.c_str(), model->parameters().size(), (long long)n_params,
            model->buffers().size(), lr, absl::GetFlag(FLAGS_weight_decay), batch_size);
 
+    // One training step. With --jit (the MLP) sloth::jit records it, checks a second trace
+    // against the first, and from then on replays its cached plan with each batch's data
+    // without running this C++ code (the cosine schedule's learning rate is read at every
+    // replay). Without it, mark_step() runs the recorded step as one graph.
+    auto train_step = [&](const Tensor& x, const Tensor& y) {
+      Tensor loss = cross_entropy(train_model->forward(x), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      return loss;
+    };
+    const bool use_jit = absl::GetFlag(FLAGS_jit) && model_name == "mlp" && !ddp;
+    auto jitted_step = sloth::jit(train_step);
+
     reset_metrics();
     double total_train_s = 0;
     int trained_epochs = 0;
@@ -203,12 +222,14 @@ int main(int argc, char** argv) {
           x = x.narrow(0, rank * share, share);
           y = y.narrow(0, rank * share, share);
         }
-        Tensor loss = cross_entropy(train_model->forward(x), y);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
+        Tensor loss;
+        if (use_jit) {
+          loss = jitted_step(x, y);
+        } else {
+          loss = train_step(x, y);
+          mark_step();  // forward + backward + update: one graph
+        }
         schedule.step();
-        mark_step();  // forward + backward + update: one graph
         ++step;
         if (step % log_every == 0 || step == steps_per_epoch) {
           last_loss = loss.item();  // already computed: no extra graph
