@@ -11,6 +11,10 @@ namespace {
 // Past this many instructions a kernel is closed: the interpreter's program stays short
 // and the per-kernel bookkeeping bounded.
 constexpr size_t kMaxKernelInstrs = 128;
+// Sibling fusion (independent instructions sharing a kernel) stops earlier: each sibling
+// brings its own operands and outputs, and the tile interpreter's scratch registers for them
+// should stay within a core's L2 on large loops.
+constexpr size_t kMaxSiblingInstrs = 32;
 
 KernelKind kind_of(OpId op) {
   switch (op_info(op).category) {
@@ -94,7 +98,7 @@ class Fuser {
       if (it != open_by_loop_.end()) {
         const Group& G = groups_[it->second];
         if (G.kind == KernelKind::kElementwise && !G.instrs.empty() &&
-            G.instrs.size() < kMaxKernelInstrs) {
+            G.instrs.size() < kMaxSiblingInstrs) {
           join(it->second, i);
           return;
         }

@@ -28,7 +28,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct CachedPlan {
-  Plan plan;
+  std::shared_ptr<const Plan> plan;  // shared with the executable (no copy)
   std::unique_ptr<Executable> exe;
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
@@ -60,7 +60,7 @@ std::string miss_reason(const Plan& p, DeviceType dt) {
   const Plan* best = nullptr;
   size_t best_len = 0;
   for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
-    const Plan& q = c->plan;
+    const Plan& q = *c->plan;
     size_t n = 0;
     while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
            p.instrs[n].shape == q.instrs[n].shape && p.instrs[n].dtype == q.instrs[n].dtype &&
@@ -139,15 +139,16 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   } else {
     ++counters().plan_cache_misses;
     auto fresh = std::make_unique<CachedPlan>();
-    fresh->plan = lower(g);
-    plan_kernels(fresh->plan, fusion_enabled());
-    counters().last_miss_reason = miss_reason(fresh->plan, device.type);
+    auto plan = std::make_shared<Plan>(lower(g));
+    plan_kernels(*plan, fusion_enabled());
+    counters().last_miss_reason = miss_reason(*plan, device.type);
     if (log_enabled("plans"))
       std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
-                   fresh->plan.describe().c_str());
+                   plan->describe().c_str());
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
-    fresh->fallible = plan_is_fallible(fresh->plan);
-    fresh->exe = backend->compile(fresh->plan);
+    fresh->fallible = plan_is_fallible(*plan);
+    fresh->plan = plan;
+    fresh->exe = backend->compile_shared(std::move(plan));
     cp = fresh.get();
     plans[g.key] = std::move(fresh);
   }
