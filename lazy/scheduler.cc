@@ -33,6 +33,7 @@ struct CachedPlan {
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
+  uint64_t seq = 0;  // insertion order: a miss is explained by the plans cached before it
 };
 
 bool plan_is_fallible(const Plan& p) {
@@ -49,6 +50,16 @@ PlanCache& cache() {
   return *c;
 }
 
+// The last miss, explained only when asked (metrics(), SLOTH_LOG=plans): the explanation
+// scans every cached plan, which a program making many new graphs should not pay per graph.
+struct PendingMiss {
+  std::shared_ptr<const Plan> plan;
+  DeviceType device = DeviceType::kCPU;
+  uint64_t seq = 0;  // explained against cached plans with a smaller seq
+};
+PendingMiss pending_miss;
+uint64_t next_plan_seq = 1;
+
 int64_t auto_flush_limit = 20000;
 bool in_sync = false;
 
@@ -56,10 +67,11 @@ bool fusion_enabled() { return settings().fusion; }
 
 // Why a plan missed the cache: the first instruction that differs from the nearest cached
 // plan (the one sharing the longest prefix), so a user sees which op or shape changed.
-std::string miss_reason(const Plan& p, DeviceType dt) {
+std::string miss_reason(const Plan& p, DeviceType dt, uint64_t before_seq) {
   const Plan* best = nullptr;
   size_t best_len = 0;
   for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
+    if (c->seq >= before_seq) continue;
     const Plan& q = *c->plan;
     size_t n = 0;
     while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
@@ -92,6 +104,14 @@ std::string miss_reason(const Plan& p, DeviceType dt) {
 }
 
 }  // namespace
+
+void explain_last_miss() {
+  if (!pending_miss.plan) return;
+  // reset_metrics() since the miss: it is no longer the counters' last miss.
+  if (counters().plan_cache_misses > 0)
+    counters().last_miss_reason = miss_reason(*pending_miss.plan, pending_miss.device, pending_miss.seq);
+  pending_miss = PendingMiss{};
+}
 
 Counters& counters() {
   static Counters c;
@@ -141,13 +161,18 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     auto fresh = std::make_unique<CachedPlan>();
     auto plan = std::make_shared<Plan>(lower(g));
     plan_kernels(*plan, fusion_enabled());
-    counters().last_miss_reason = miss_reason(*plan, device.type);
-    if (log_enabled("plans"))
+    const uint64_t seq = next_plan_seq++;
+    pending_miss = PendingMiss{plan, device.type, seq};
+    counters().last_miss_reason.clear();
+    if (log_enabled("plans")) {
+      explain_last_miss();
       std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
                    plan->describe().c_str());
+    }
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(*plan);
     fresh->plan = plan;
+    fresh->seq = seq;
     fresh->exe = backend->compile_shared(std::move(plan));
     cp = fresh.get();
     plans[g.key] = std::move(fresh);
@@ -231,6 +256,7 @@ int64_t plan_cache_size() {
   return static_cast<int64_t>(cache().plans[0].size() + cache().plans[1].size());
 }
 void clear_plan_cache() {
+  explain_last_miss();  // against the plans it was missed among
   cache().plans[0].clear();
   cache().plans[1].clear();
 }
