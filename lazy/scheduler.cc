@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,6 +26,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 struct CachedPlan {
@@ -133,6 +139,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   static int64_t last_sync_end_ns = 0;  // the profiler's clock
   profiling::start_from_env_once();
   auto t0 = Clock::now();
+  const double cpu0 = thread_cpu_seconds();
   counters().trace_s += std::chrono::duration<double>(t0 - last_sync_end).count();
   struct MarkEnd {
     ~MarkEnd() {
@@ -178,6 +185,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     plans[g.key] = std::move(fresh);
   }
   counters().plan_s += seconds_since(t0);
+  counters().plan_cpu_s += thread_cpu_seconds() - cpu0;
   if (profiling::on())
     plan_scope.set_detail(absl::StrFormat("%s, %d nodes", counters().plan_cache_misses > misses_before
                                                               ? "plan cache miss"
