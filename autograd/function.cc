@@ -29,6 +29,25 @@ void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
 GradFn::GradFn() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+void GradFn::release() {
+  // A work list instead of recursion (as lazy::Node::release): dropping a node's edges may
+  // free the nodes they point at, which then queue here instead of nesting on the stack.
+  thread_local std::vector<GradFn*>* pending = nullptr;
+  thread_local bool draining = false;
+  if (pending == nullptr) pending = new std::vector<GradFn*>();
+  pending->push_back(this);
+  if (draining) return;
+  draining = true;
+  while (!pending->empty()) {
+    GradFn* f = pending->back();
+    pending->pop_back();
+    f->next.clear();
+    f->extra_checks.clear();
+    delete f;
+  }
+  draining = false;
+}
+
 AutogradMeta* meta(const TensorImpl& t) { return static_cast<AutogradMeta*>(t.autograd.get()); }
 AutogradMeta& ensure_meta(TensorImpl& t) {
   if (!t.autograd) t.autograd = std::make_unique<AutogradMeta>();

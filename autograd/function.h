@@ -100,6 +100,9 @@ class GradFn : public RefCounted {
 
  protected:
   GradFn();
+  // Iterative: freeing the last reference to a chain of 1e5 backward nodes must not recurse
+  // through the edges (a destructor per node on the stack overflows it).
+  void release() override;
 };
 
 // A weak handle to a tensor for SavedVariable::leaf: `tensor` is null once it is gone.

@@ -1,6 +1,8 @@
 // Trace-path costs: recording an op (ns/op, no sync in the timed region), view-heavy code
-// against the same computation without views (functionalization overhead), and the flush
-// latency of a 100-node graph with a warm plan cache (µs).
+// against the same computation without views (functionalization overhead), the flush
+// latency of a 100-node graph with a warm plan cache (µs), and how the graph machinery scales
+// (planning a new graph of 1e3..1e5 nodes, recording with many live tensors, long loops with
+// automatic flushes; see "graphs that scale" at the end).
 //   bazel run //benchmarks:trace_bench
 #include <benchmark/benchmark.h>
 
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "benchmarks/bench_common.h"
+#include "lazy/scheduler.h"
 #include "sloth/sloth.h"
 
 namespace {
@@ -24,7 +27,7 @@ void per_op(benchmark::State& state, int64_t ops_per_iter) {
 
 struct NoAutoFlush {
   NoAutoFlush() { sloth::set_auto_flush_limit(int64_t{1} << 40); }
-  ~NoAutoFlush() { sloth::set_auto_flush_limit(10000); }
+  ~NoAutoFlush() { sloth::set_auto_flush_limit(20000); }  // the default
 };
 
 // c = a + b recorded and dropped (the common "temporary" case).
@@ -236,5 +239,121 @@ void BM_RecordAndFlush100(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RecordAndFlush100)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// ---------------- graphs that scale ----------------
+// Planning a NEW graph (a plan-cache miss: build_graph, lowering, fusion, backend compile with
+// its memory planner), per node, for a deep chain and a wide program; recording with many
+// live tensors; and a long loop that never syncs (automatic flushes all in).
+
+// acc = acc + s, n times: one output, an n-deep chain.
+std::vector<sloth::Tensor> graph_chain(int64_t n, const sloth::Tensor& a, const sloth::Tensor& s) {
+  sloth::Tensor acc = a;
+  for (int64_t i = 0; i < n; ++i) acc = acc + s;
+  return {acc};
+}
+// out[i] = s * i, n times: n independent small ops, each output live.
+std::vector<sloth::Tensor> graph_wide(int64_t n, const sloth::Tensor& a, const sloth::Tensor& s) {
+  (void)a;
+  std::vector<sloth::Tensor> out(n);
+  for (int64_t i = 0; i < n; ++i) out[i] = s * static_cast<double>(i);
+  return out;
+}
+
+// Time of the plan phase of one sync (metrics().plan_s) with an empty plan cache, per node.
+template <std::vector<sloth::Tensor> (*G)(int64_t, const sloth::Tensor&, const sloth::Tensor&)>
+void BM_PlanNew(benchmark::State& state) {
+  NoAutoFlush nf;
+  const int64_t n = state.range(0);
+  sloth::Tensor a = sloth::randn({16}), s = sloth::randn({16});
+  sloth::mark_step();
+  double plan_cpu = 0;  // the planning thread's CPU time (wall time counts waits for a core)
+  for (auto _ : state) {
+    std::vector<sloth::Tensor> out = G(n, a, s);
+    sloth::lazy::clear_plan_cache();
+    sloth::reset_metrics();
+    sloth::mark_step();
+    sloth::Metrics m = sloth::metrics();
+    if (m.plan_cache_misses != 1) std::abort();
+    state.SetIterationTime(m.plan_s);
+    plan_cpu += m.plan_cpu_s;
+    state.PauseTiming();
+    out.clear();  // freeing is not planning
+    state.ResumeTiming();
+  }
+  state.counters["per_node"] = benchmark::Counter(
+      static_cast<double>(n) * state.iterations(),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_node_cpu"] = plan_cpu / (static_cast<double>(n) * state.iterations());
+}
+BENCHMARK_TEMPLATE(BM_PlanNew, graph_chain)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PlanNew, graph_wide)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Recording out[i] = s * i (a scalar operand) while all n outputs stay live; arg 1: s
+// requires grad (each op also records its autograd node).
+void BM_RecordScalar_Live(benchmark::State& state) {
+  NoAutoFlush nf;
+  const int64_t n = state.range(0);
+  const bool grad = state.range(1) != 0;
+  sloth::Tensor s = sloth::randn({16}, sloth::TensorOptions().requires_grad(grad));
+  sloth::mark_step();
+  std::vector<sloth::Tensor> keep(n);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) keep[i] = s * static_cast<double>(i);
+    state.PauseTiming();
+    for (auto& t : keep) t = sloth::Tensor();  // dropped unsynced: pending IR freed
+    state.ResumeTiming();
+  }
+  per_op(state, n);
+}
+BENCHMARK(BM_RecordScalar_Live)->ArgsProduct({{1000, 10000, 100000}, {0, 1}})
+    ->ArgNames({"live", "grad"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Recording a chain while 1e5 other pending tensors are live.
+void BM_RecordChain_ManyLive(benchmark::State& state) {
+  NoAutoFlush nf;
+  sloth::Tensor a = sloth::randn({16}), s = sloth::randn({16});
+  sloth::mark_step();
+  std::vector<sloth::Tensor> others = graph_wide(state.range(0), a, s);
+  sloth::Tensor y;
+  for (auto _ : state) {
+    y = a;
+    for (int i = 0; i < kBatch; ++i) y = y + s;
+    state.PauseTiming();
+    y = sloth::Tensor();
+    state.ResumeTiming();
+  }
+  per_op(state, kBatch);
+}
+BENCHMARK(BM_RecordChain_ManyLive)->Arg(100000)->ArgName("live")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// acc = acc + s, 1e5 times, never synced by the program: the automatic flushes (default limit)
+// run inside the loop. Arg cold=1 clears the plan cache before each run (a fresh program).
+void BM_AutoFlushChain(benchmark::State& state) {
+  constexpr int64_t kOps = 100000;
+  const bool cold = state.range(0) != 0;
+  sloth::Tensor a = sloth::zeros({16}), s = sloth::ones({16});
+  sloth::mark_step();
+  sloth::reset_metrics();
+  sloth::Tensor acc;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (cold) sloth::lazy::clear_plan_cache();
+    acc = a;
+    state.ResumeTiming();
+    for (int64_t i = 0; i < kOps; ++i) acc = acc + s;
+    state.PauseTiming();
+    sloth_bench::check_close("auto-flush chain", acc.sum().item(), 16.0 * kOps);
+    state.ResumeTiming();
+  }
+  sloth::Metrics m = sloth::metrics();
+  state.counters["auto_flushes_per_run"] =
+      static_cast<double>(m.auto_flushes) / static_cast<double>(state.iterations());
+  per_op(state, kOps);
+}
+BENCHMARK(BM_AutoFlushChain)->Arg(0)->Arg(1)->ArgName("cold")->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -7,10 +7,11 @@
 
 namespace sloth {
 
-// struct X : Pooled<X> { ... };  `new X` / `delete x` recycle up to kCap blocks per thread.
+// struct X : Pooled<X> { ... };  `new X` / `delete x` recycle up to kCap blocks per thread
+// (1<<17 by default: recording with 1e5 live tensors under autograd then costs no malloc).
 // The list is trivially destructible, so objects freed during exit (static tensors) still
 // find it; blocks cached by a thread that exits are not returned (at most kCap per thread).
-template <typename T, size_t kCap = 8192>
+template <typename T, size_t kCap = size_t{1} << 17>
 struct Pooled {
   static void* operator new(size_t n) {
     FreeList& f = list_;

@@ -11,55 +11,63 @@ namespace {
 
 bool commutative(OpId op) { return op_info(op).facts.commutative; }
 
-struct Key {
-  const Instr* instr;
-  absl::InlinedVector<int32_t, 3> in;  // operand slots, sorted for commutative ops
+// The structural hash of an instruction given its (aliased, for commutative binary ops
+// sorted) operand slots.
+uint64_t instr_hash(const Instr& i, int32_t a, int32_t b) {
+  uint64_t h = absl::HashOf(static_cast<int>(i.op), static_cast<int>(i.dtype), i.attrs.hash(),
+                            i.in.size(), a, b);
+  for (size_t k = 2; k < i.in.size(); ++k) h = absl::HashOf(h, i.in[k]);
+  return absl::HashOf(h, absl::MakeSpan(i.shape));
+}
 
-  template <typename H>
-  friend H AbslHashValue(H h, const Key& k) {
-    const Instr& i = *k.instr;
-    h = H::combine(std::move(h), static_cast<int>(i.op), static_cast<int>(i.dtype), i.attrs.hash());
-    h = H::combine_contiguous(std::move(h), i.shape.data(), i.shape.size());
-    return H::combine_contiguous(std::move(h), k.in.data(), k.in.size());
-  }
-  friend bool operator==(const Key& a, const Key& b) {
-    return a.instr->op == b.instr->op && a.instr->dtype == b.instr->dtype && a.in == b.in &&
-           a.instr->shape == b.instr->shape && a.instr->attrs == b.instr->attrs;
-  }
-};
+// Operand pair as compared: sorted for commutative binary ops.
+std::pair<int32_t, int32_t> first_two(const Instr& i) {
+  int32_t a = i.in.size() > 0 ? i.in[0] : -1, b = i.in.size() > 1 ? i.in[1] : -1;
+  if (i.in.size() == 2 && commutative(i.op) && b < a) std::swap(a, b);
+  return {a, b};
+}
+
+bool same(const Instr& x, const Instr& y) {
+  if (x.op != y.op || x.dtype != y.dtype || x.in.size() != y.in.size() || first_two(x) != first_two(y))
+    return false;
+  for (size_t k = 2; k < x.in.size(); ++k)
+    if (x.in[k] != y.in[k]) return false;
+  return x.shape == y.shape && x.attrs == y.attrs;
+}
 
 }  // namespace
 
 int eliminate_common_subexpressions(Plan& p) {
   std::vector<int32_t> alias(p.slots.size());
   for (size_t s = 0; s < alias.size(); ++s) alias[s] = static_cast<int32_t>(s);
-  absl::flat_hash_map<Key, int32_t> seen;  // -> slot of the first instruction computing it
+  // Hash -> index of the kept instruction with that hash. A flat map of integers: no key
+  // object per instruction, and the instruction is read only on a hash match. Two different
+  // instructions with one 64-bit hash (never seen in practice) just both stay: CSE is an
+  // optimization, the plan is right either way.
+  absl::flat_hash_map<uint64_t, int32_t> seen;
   seen.reserve(p.instrs.size());
-  std::vector<Instr> kept;
-  kept.reserve(p.instrs.size());
+  // Compacted in place (kept instructions move down over removed ones): a plan of 1e5
+  // instructions is not copied into a second array.
+  size_t w = 0;
   int removed = 0;
-  for (Instr& in : p.instrs) {
+  for (size_t r = 0; r < p.instrs.size(); ++r) {
+    Instr& in = p.instrs[r];
     for (int32_t& s : in.in) s = alias[s];
     const OpCategory cat = op_info(in.op).category;
     // Factories are left alone: each one is its own fresh buffer (random ones draw numbers).
-    if (cat == OpCategory::Factory || cat == OpCategory::Leaf) {
-      kept.push_back(std::move(in));
-      continue;
+    if (cat != OpCategory::Factory && cat != OpCategory::Leaf) {
+      const auto [a, b] = first_two(in);
+      auto [it, fresh] = seen.try_emplace(instr_hash(in, a, b), static_cast<int32_t>(w));
+      if (!fresh && same(p.instrs[it->second], in)) {
+        alias[in.out] = p.instrs[it->second].out;
+        ++removed;
+        continue;
+      }
     }
-    Key k{&in, {in.in.begin(), in.in.end()}};
-    if (commutative(in.op) && k.in.size() == 2 && k.in[1] < k.in[0]) std::swap(k.in[0], k.in[1]);
-    auto it = seen.find(k);
-    if (it != seen.end()) {
-      alias[in.out] = it->second;
-      ++removed;
-      continue;
-    }
-    kept.push_back(std::move(in));
-    // The key points at the kept instruction (stable: `kept` never reallocates).
-    Key stored{&kept.back(), std::move(k.in)};
-    seen.emplace(std::move(stored), kept.back().out);
+    if (w != r) p.instrs[w] = std::move(in);
+    ++w;
   }
-  p.instrs = std::move(kept);  // the originals were moved from
+  p.instrs.erase(p.instrs.begin() + static_cast<std::ptrdiff_t>(w), p.instrs.end());
   for (int32_t& o : p.outputs) o = alias[o];
   return removed;
 }

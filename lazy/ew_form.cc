@@ -1,8 +1,9 @@
 #include "lazy/ew_form.h"
 
-#include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/ew_semantics_text.h"
 
@@ -19,9 +20,14 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
   EwForm f;
   if (reduce != nullptr) f.shape = plan.slots[reduce->in[0]].shape;
   else if (!instrs.empty()) f.shape = plan.instrs[instrs.back()].shape;
-  std::map<int32_t, int> internal;                  // slot computed here -> value
-  std::map<std::pair<int32_t, DType>, int> loaded;  // (slot, dtype) -> value
-  std::map<std::pair<int, DType>, int> converted;   // (value, dtype) -> value
+  absl::flat_hash_map<int32_t, int> internal;                  // slot computed here -> value
+  absl::flat_hash_map<std::pair<int32_t, DType>, int> loaded;  // (slot, dtype) -> value
+  absl::flat_hash_map<std::pair<int, DType>, int> converted;   // (value, dtype) -> value
+  absl::flat_hash_map<int32_t, int> operand_of;                // slot -> index in f.operands
+  const absl::flat_hash_set<int32_t> wanted(materialize.begin(), materialize.end());
+  internal.reserve(instrs.size());
+  f.steps.reserve(instrs.size() * 2);
+  f.values.reserve(instrs.size() * 2);
   auto new_val = [&](DType t) {
     f.values.push_back(t);
     return static_cast<int>(f.values.size()) - 1;
@@ -48,12 +54,9 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
       s.slot = slot;
       if (plan.slots[slot].kind != SlotKind::kScalar) {
         s.kind = Kind::kLoad;
-        for (size_t o = 0; o < f.operands.size() && s.operand < 0; ++o)
-          if (f.operands[o].slot == slot) s.operand = static_cast<int>(o);
-        if (s.operand < 0) {
-          s.operand = static_cast<int>(f.operands.size());
-          f.operands.push_back({slot, plan.slots[slot].dtype});
-        }
+        auto [o, first] = operand_of.try_emplace(slot, static_cast<int>(f.operands.size()));
+        if (first) f.operands.push_back({slot, plan.slots[slot].dtype});
+        s.operand = o->second;
       }
       f.steps.push_back(s);
     }
@@ -73,8 +76,7 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
     st.out = new_val(in.dtype);
     f.steps.push_back(st);
     internal[in.out] = st.out;
-    for (int32_t m : materialize)
-      if (m == in.out) f.outputs.push_back({in.out, st.out});
+    if (wanted.contains(in.out)) f.outputs.push_back({in.out, st.out});
   }
   if (reduce != nullptr) {
     const int32_t slot = reduce->in[0];

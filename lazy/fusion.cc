@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 
 namespace sloth::lazy {
@@ -10,6 +11,10 @@ namespace {
 // Past this many instructions a kernel is closed: the interpreter's program stays short
 // and the per-kernel bookkeeping bounded.
 constexpr size_t kMaxKernelInstrs = 128;
+// Sibling fusion (independent instructions sharing a kernel) stops earlier: each sibling
+// brings its own operands and outputs, and the tile interpreter's scratch registers for them
+// should stay within a core's L2 on large loops.
+constexpr size_t kMaxSiblingInstrs = 32;
 
 KernelKind kind_of(OpId op) {
   switch (op_info(op).category) {
@@ -85,6 +90,20 @@ class Fuser {
       }
       note(i, best, d.reason);
     }
+    // An elementwise instruction that reads only graph inputs and scalars may run anywhere
+    // before its readers: it joins the newest elementwise kernel of its loop shape (sibling
+    // fusion), so a wide program of many small independent ops is a few kernels, not one each.
+    if (best < 0 && kind == KernelKind::kElementwise) {
+      auto it = open_by_loop_.find(in.shape);
+      if (it != open_by_loop_.end()) {
+        const Group& G = groups_[it->second];
+        if (G.kind == KernelKind::kElementwise && !G.instrs.empty() &&
+            G.instrs.size() < kMaxSiblingInstrs) {
+          join(it->second, i);
+          return;
+        }
+      }
+    }
     Group g{kind};
     if (kind == KernelKind::kElementwise) g.loop = in.shape;
     if (kind == KernelKind::kReduce) {
@@ -98,7 +117,9 @@ class Fuser {
     }
     groups_.push_back(std::move(g));
     readers_.emplace_back();
-    join(static_cast<int32_t>(groups_.size()) - 1, i);
+    const int32_t gi = static_cast<int32_t>(groups_.size()) - 1;
+    if (kind == KernelKind::kElementwise) open_by_loop_[in.shape] = gi;
+    join(gi, i);
   }
 
   // Kernel h (older than g) may move into g if it is a plain elementwise kernel over `loop`,
@@ -225,6 +246,7 @@ class Fuser {
   std::vector<int32_t> group_of_;  // instruction -> group
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
+  absl::flat_hash_map<Shape, int32_t> open_by_loop_;  // newest elementwise group per loop shape
 };
 
 }  // namespace

@@ -70,6 +70,7 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
       for (const auto& in : n->inputs) {
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
+        g.operands.push_back(static_cast<uint32_t>(kind << 30) | static_cast<uint32_t>(in->slot));
       }
       key = mix(key, h);
       stack.pop_back();
@@ -80,6 +81,7 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 3)) continue;
     root->mark = mark | 3;
     g.roots.push_back(root);
+    g.root_values.push_back(root->slot);
     key = mix(key, 0x3000 + static_cast<uint64_t>(root->slot));
   }
   // Nothing runs twice (DESIGN I9): a node of this graph that something outside the graph
@@ -93,6 +95,7 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
     if (n->use_count() > static_cast<int64_t>(n->graph_refs) + n->cache_refs) {
       n->mark = mark | 3;
       g.roots.push_back(n);
+      g.root_values.push_back(n->slot);
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }

@@ -18,6 +18,13 @@ struct Graph {
   std::vector<Node*> roots;    // outputs, deduplicated, pending only: the roots asked for, then
                                // every other node held from outside the graph (DESIGN I9)
   uint64_t key = 0;            // ops, attrs, shapes, dtypes, input layouts, wiring, outputs
+  // The operands of order[0], order[1], ... in turn, each as (kind << 30 | slot) with kind
+  // 1 = input, 2 = scalar, 3 = value (see operand_kind): lowering reads them here instead of
+  // visiting every operand node again (on a graph of 1e5 nodes those are cache misses).
+  std::vector<uint32_t> operands;
+  std::vector<int32_t> root_values;  // the value number (slot) of each root, in order
+  static constexpr uint32_t operand_kind(uint32_t ref) { return ref >> 30; }
+  static constexpr int32_t operand_slot(uint32_t ref) { return static_cast<int32_t>(ref & 0x3fffffffu); }
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);

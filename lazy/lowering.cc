@@ -33,22 +33,23 @@ Plan lower(const Graph& g) {
     s.index = static_cast<int32_t>(i);
     s.dtype = g.scalars[i]->dtype;
   }
-  auto slot_of = [&](const Node* n) -> int32_t {
-    if (n->materialized()) return n->slot;
-    if (n->op == OpId::kScalar) return scalar_base + n->slot;
-    return value_base + n->slot;
-  };
+  const int32_t base_of[4] = {0, 0, scalar_base, value_base};  // by Graph::operand_kind
   p.instrs.reserve(g.order.size());
+  size_t next_operand = 0;
   for (const Node* n : g.order) {
     Instr in{n->op, n->dtype, n->shape, n->attrs, {}, value_base + n->slot};
-    for (const auto& x : n->inputs) in.in.push_back(slot_of(x.get()));
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      const uint32_t ref = g.operands[next_operand++];
+      in.in.push_back(base_of[Graph::operand_kind(ref)] + Graph::operand_slot(ref));
+    }
     Slot& s = p.slots[in.out];
     s.kind = SlotKind::kValue;
     s.dtype = n->dtype;
     s.shape = n->shape;
     p.instrs.push_back(std::move(in));
   }
-  for (const Node* r : g.roots) p.outputs.push_back(slot_of(r));
+  p.outputs.reserve(g.roots.size());
+  for (int32_t v : g.root_values) p.outputs.push_back(value_base + v);
   eliminate_common_subexpressions(p);
   transpose_matmul_outputs(p);
   return p;

@@ -24,6 +24,9 @@
   X(int64_t, auto_flushes, "auto flushes")                                                    \
   X(double, trace_s, "trace (s)")                                                             \
   X(double, plan_s, "plan (s)")                                                               \
+  /* the planning thread's CPU time in the plan phase: plan_s is wall time, which on a        \
+     loaded machine also counts time the thread waited for a core */                          \
+  X(double, plan_cpu_s, "plan cpu (s)")                                                       \
   X(double, execute_s, "execute (s)")                                                         \
   /* why the last plan-cache miss missed, e.g. which shape changed (SLOTH_LOG=plans prints    \
      each) */                                                                                 \

@@ -18,7 +18,9 @@ inline void bump(std::atomic<int64_t>& c, int64_t d) {
   c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
-constexpr size_t kPoolCap = 1 << 14;
+// Up to 1<<17 recycled objects per thread (a program that had that many live keeps them, as a
+// caching allocator would): recording with 1e5 live tensors then costs no malloc/free.
+constexpr size_t kPoolCap = 1 << 17;
 struct NodePool {
   std::vector<Node*> free;
   ~NodePool() {

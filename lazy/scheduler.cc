@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,13 +27,19 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 struct CachedPlan {
-  Plan plan;
+  std::shared_ptr<const Plan> plan;  // shared with the executable (no copy)
   std::unique_ptr<Executable> exe;
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
+  uint64_t seq = 0;  // insertion order: a miss is explained by the plans cached before it
 };
 
 bool plan_is_fallible(const Plan& p) {
@@ -49,6 +56,16 @@ PlanCache& cache() {
   return *c;
 }
 
+// The last miss, explained only when asked (metrics(), SLOTH_LOG=plans): the explanation
+// scans every cached plan, which a program making many new graphs should not pay per graph.
+struct PendingMiss {
+  std::shared_ptr<const Plan> plan;
+  DeviceType device = DeviceType::kCPU;
+  uint64_t seq = 0;  // explained against cached plans with a smaller seq
+};
+PendingMiss pending_miss;
+uint64_t next_plan_seq = 1;
+
 int64_t auto_flush_limit = 20000;
 bool in_sync = false;
 
@@ -61,11 +78,12 @@ uint64_t cache_epoch = 0;
 
 // Why a plan missed the cache: the first instruction that differs from the nearest cached
 // plan (the one sharing the longest prefix), so a user sees which op or shape changed.
-std::string miss_reason(const Plan& p, DeviceType dt) {
+std::string miss_reason(const Plan& p, DeviceType dt, uint64_t before_seq) {
   const Plan* best = nullptr;
   size_t best_len = 0;
   for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
-    const Plan& q = c->plan;
+    if (c->seq >= before_seq) continue;
+    const Plan& q = *c->plan;
     size_t n = 0;
     while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
            p.instrs[n].shape == q.instrs[n].shape && p.instrs[n].dtype == q.instrs[n].dtype &&
@@ -98,6 +116,14 @@ std::string miss_reason(const Plan& p, DeviceType dt) {
 
 }  // namespace
 
+void explain_last_miss() {
+  if (!pending_miss.plan) return;
+  // reset_metrics() since the miss: it is no longer the counters' last miss.
+  if (counters().plan_cache_misses > 0)
+    counters().last_miss_reason = miss_reason(*pending_miss.plan, pending_miss.device, pending_miss.seq);
+  pending_miss = PendingMiss{};
+}
+
 Counters& counters() {
   static Counters c;
   return c;
@@ -118,6 +144,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   static int64_t last_sync_end_ns = 0;  // the profiler's clock
   profiling::start_from_env_once();
   auto t0 = Clock::now();
+  const double cpu0 = thread_cpu_seconds();
   counters().trace_s += std::chrono::duration<double>(t0 - last_sync_end).count();
   struct MarkEnd {
     ~MarkEnd() {
@@ -144,19 +171,26 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   } else {
     ++counters().plan_cache_misses;
     auto fresh = std::make_unique<CachedPlan>();
-    fresh->plan = lower(g);
-    plan_kernels(fresh->plan, fusion_enabled());
-    counters().last_miss_reason = miss_reason(fresh->plan, device.type);
-    if (log_enabled("plans"))
+    auto plan = std::make_shared<Plan>(lower(g));
+    plan_kernels(*plan, fusion_enabled());
+    const uint64_t seq = next_plan_seq++;
+    pending_miss = PendingMiss{plan, device.type, seq};
+    counters().last_miss_reason.clear();
+    if (log_enabled("plans")) {
+      explain_last_miss();
       std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
-                   fresh->plan.describe().c_str());
+                   plan->describe().c_str());
+    }
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
-    fresh->fallible = plan_is_fallible(fresh->plan);
-    fresh->exe = backend->compile(fresh->plan);
+    fresh->fallible = plan_is_fallible(*plan);
+    fresh->plan = plan;
+    fresh->seq = seq;
+    fresh->exe = backend->compile_shared(std::move(plan));
     cp = fresh.get();
     plans[g.key] = std::move(fresh);
   }
   counters().plan_s += seconds_since(t0);
+  counters().plan_cpu_s += thread_cpu_seconds() - cpu0;
   if (profiling::on())
     plan_scope.set_detail(absl::StrFormat("%s, %d nodes", counters().plan_cache_misses > misses_before
                                                               ? "plan cache miss"
@@ -237,6 +271,7 @@ int64_t plan_cache_size() {
 }
 void clear_plan_cache() {
   ++cache_epoch;
+  explain_last_miss();  // against the plans it was missed among
   cache().plans[0].clear();
   cache().plans[1].clear();
 }

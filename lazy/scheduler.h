@@ -28,6 +28,9 @@ void set_auto_flush_limit(int64_t nodes);
 // The plan the scheduler would run for these roots (for dump_ir and tests).
 std::string describe_plan(absl::Span<const NodePtr> roots);
 int64_t plan_cache_size();
+// Fills counters().last_miss_reason for the last plan-cache miss (computed on demand: it
+// compares the missed plan with every plan cached before it). metrics() calls it.
+void explain_last_miss();
 void clear_plan_cache();
 
 // SLOTH_LOG=plans,fusion (comma separated) turns on logging to stderr.

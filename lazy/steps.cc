@@ -1,7 +1,6 @@
 #include "lazy/steps.h"
 
 #include <algorithm>
-#include <set>
 
 namespace sloth::lazy {
 
@@ -20,35 +19,52 @@ StepKind step_kind(OpId op) {
 }
 
 StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
-  const size_t nk = plan.kernels.size();
-  std::vector<std::vector<int32_t>> readers(plan.slots.size());  // instructions reading a slot
-  for (size_t i = 0; i < plan.instrs.size(); ++i)
-    for (int32_t s : plan.instrs[i].in) readers[s].push_back(static_cast<int32_t>(i));
-  const std::set<int32_t> plan_out(plan.outputs.begin(), plan.outputs.end());
+  const size_t nk = plan.kernels.size(), ns = plan.slots.size();
+  // Instructions reading each slot, as one flat array (CSR): no per-slot vector, so a plan
+  // of 1e5 instructions costs a few allocations, not 1e5.
+  std::vector<int32_t> reader_at(ns + 1, 0), readers;
+  for (const Instr& in : plan.instrs)
+    for (int32_t s : in.in) ++reader_at[s + 1];
+  for (size_t s = 0; s < ns; ++s) reader_at[s + 1] += reader_at[s];
+  readers.resize(reader_at[ns]);
+  {
+    std::vector<int32_t> fill(reader_at.begin(), reader_at.end() - 1);
+    for (size_t i = 0; i < plan.instrs.size(); ++i)
+      for (int32_t s : plan.instrs[i].in) readers[fill[s]++] = static_cast<int32_t>(i);
+  }
+  std::vector<char> plan_out(ns, 0);
+  for (int32_t o : plan.outputs) plan_out[o] = 1;
+  // Membership marks stamped per kernel / per run instead of sets rebuilt each time.
+  std::vector<int32_t> kout_mark(ns, -1), produced_mark(ns, -1);
+  std::vector<int32_t> in_run_mark(plan.instrs.size(), -1);
+  int32_t run_stamp = 0;
   StepPlan sp;
   sp.kernels.resize(nk);
   sp.release.resize(nk);
-  std::vector<int> last_use(plan.slots.size(), -1);
+  std::vector<int> last_use(ns, -1);
   for (size_t k = 0; k < nk; ++k) {
     const Kernel& kern = plan.kernels[k];
-    const std::set<int32_t> kout(kern.outputs.begin(), kern.outputs.end());
+    for (int32_t o : kern.outputs) kout_mark[o] = static_cast<int32_t>(k);
     // A run of elementwise instructions (`skip`: a reader that does not count as outside,
     // the reduction a prologue feeds) reads what it does not produce and writes what a plan
     // output, a kernel output or an instruction outside the run needs.
     auto add_run = [&](StepKind kind, std::vector<int32_t> run, int32_t skip) {
       PlanStep st;
       st.kind = kind;
-      const std::set<int32_t> in_run(run.begin(), run.end());
-      std::set<int32_t> produced;
+      const int32_t stamp = run_stamp++;
+      for (int32_t i : run) in_run_mark[i] = stamp;
       for (int32_t i : run) {
         for (int32_t s : plan.instrs[i].in)
-          if (!produced.count(s)) st.reads.push_back(s);
-        produced.insert(plan.instrs[i].out);
+          if (produced_mark[s] != stamp) st.reads.push_back(s);
+        produced_mark[plan.instrs[i].out] = stamp;
       }
       for (int32_t i : run) {
         const int32_t s = plan.instrs[i].out;
-        bool outside = kout.count(s) || plan_out.count(s);
-        for (int32_t r : readers[s]) outside = outside || (r != skip && !in_run.count(r));
+        bool outside = kout_mark[s] == static_cast<int32_t>(k) || plan_out[s];
+        for (int32_t j = reader_at[s]; j < reader_at[s + 1] && !outside; ++j) {
+          const int32_t r = readers[j];
+          outside = r != skip && in_run_mark[r] != stamp;
+        }
         if (outside) st.materialize.push_back(s);
       }
       st.instrs = std::move(run);
@@ -93,7 +109,7 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
   // Release each slot after the kernel that last reads it. The plan's free_after says the
   // same for well-formed plans; deriving it here keeps a slot alive if the two disagree.
   for (size_t s = 0; s < plan.slots.size(); ++s)
-    if (last_use[s] >= 0 && !plan_out.count(static_cast<int32_t>(s)))
+    if (last_use[s] >= 0 && !plan_out[s])
       sp.release[last_use[s]].push_back(static_cast<int32_t>(s));
   return sp;
 }

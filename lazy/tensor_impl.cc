@@ -28,7 +28,9 @@ NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
   return make_node(inv.op, {src}, inv.attrs);
 }
 
-constexpr size_t kPoolCap = 1 << 14;
+// Up to 1<<17 recycled objects per thread (a program that had that many live keeps them, as a
+// caching allocator would): recording with 1e5 live tensors then costs no malloc/free.
+constexpr size_t kPoolCap = 1 << 17;
 template <typename T>
 struct Pool {
   std::vector<T*> free;

@@ -48,6 +48,7 @@ std::string dump_plan(const std::vector<Tensor>& tensors) {
 }
 
 Metrics metrics() {
+  lazy::explain_last_miss();
   const auto& c = lazy::counters();
   Metrics m;
 #define SLOTH_COPY_COUNTER(type, name, label) m.name = c.name;

@@ -135,7 +135,10 @@ int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
 
 class CpuExecutable final : public lazy::Executable {
  public:
-  explicit CpuExecutable(const Plan& plan) : plan_(plan) { compile(); }
+  explicit CpuExecutable(std::shared_ptr<const Plan> plan)
+      : plan_holder_(std::move(plan)), plan_(*plan_holder_) {
+    compile();
+  }
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                    std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
@@ -318,7 +321,8 @@ class CpuExecutable final : public lazy::Executable {
     }
     env_.vals.resize(plan_.slots.size());
     const size_t nk = plan_.kernels.size();
-    std::set<int32_t> plan_out(plan_.outputs.begin(), plan_.outputs.end());
+    std::vector<char> plan_out(plan_.slots.size(), 0);
+    for (int32_t o : plan_.outputs) plan_out[o] = 1;
     // Execution position of every instruction (kernels run in order, and the steps of a
     // kernel follow its instruction order) and the last position reading each slot: a step
     // may hand a dead operand's buffer to its output (see ProgramOptions::donatable).
@@ -335,7 +339,7 @@ class CpuExecutable final : public lazy::Executable {
       std::vector<int32_t> d;
       for (int32_t s : reads)
         if ((plan_.slots[s].kind == SlotKind::kValue || plan_.slots[s].kind == SlotKind::kInput) &&
-            !plan_out.count(s) && last_pos[s] <= end_pos)
+            !plan_out[s] && last_pos[s] <= end_pos)
           d.push_back(s);
       return d;
     };
@@ -405,8 +409,12 @@ class CpuExecutable final : public lazy::Executable {
         if (!prog || !prog->row_blockable()) return -1;
         return prog->loop_shape()[0];
       };
-      auto written = [&](const Step& st, std::vector<int32_t>* out) {
-        for (const auto& sl : slots_written(st)) out->push_back(sl);
+      // Slot -> the `start` of the candidate group whose steps wrote it (a stamp, so the
+      // membership test is O(1) and nothing is cleared between candidates).
+      std::vector<int64_t> produced_by(plan_.slots.size(), -1);
+      auto written = [&](const Step& st, size_t stamp) {
+        for (int32_t i : st.instrs) produced_by[plan_.instrs[i].out] = static_cast<int64_t>(stamp);
+        if (st.instr >= 0) produced_by[plan_.instrs[st.instr].out] = static_cast<int64_t>(stamp);
       };
       size_t start = 0;
       while (start < flat.size()) {
@@ -416,8 +424,7 @@ class CpuExecutable final : public lazy::Executable {
           ++start;
           continue;
         }
-        std::vector<int32_t> produced;
-        written(first, &produced);
+        written(first, start);
         size_t end = start + 1;
         bool linked = false;
         for (; end < flat.size(); ++end) {
@@ -426,13 +433,13 @@ class CpuExecutable final : public lazy::Executable {
           const Shape& loop = program_of(st)->loop_shape();
           bool ok = true;
           for (int32_t r : st.reads) {
-            if (std::find(produced.begin(), produced.end(), r) == produced.end()) continue;
+            if (produced_by[r] != static_cast<int64_t>(start)) continue;
             const Shape& rs = plan_.slots[r].shape;
             ok = ok && rs.size() == loop.size() && rs[0] == rows;
             linked = true;
           }
           if (!ok) break;
-          written(st, &produced);
+          written(st, start);
         }
         int64_t inner = 1;  // elements per row of the largest loop space
         for (size_t j = start; j < end; ++j)
@@ -489,14 +496,6 @@ class CpuExecutable final : public lazy::Executable {
     return st.prof;
   }
 
-  // Slots a step writes (row groups check that later steps read them row by row).
-  std::vector<int32_t> slots_written(const Step& st) const {
-    std::vector<int32_t> w;
-    for (int32_t i : st.instrs) w.push_back(plan_.instrs[i].out);
-    if (st.instr >= 0) w.push_back(plan_.instrs[st.instr].out);
-    return w;
-  }
-
   // Row groups (find_row_groups): loop spaces at least this large, blocks of about this
   // many elements per step (a few such arrays stay in a core's L2).
   static constexpr int64_t kRowGroupMinElems = 1 << 16;
@@ -520,7 +519,10 @@ class CpuExecutable final : public lazy::Executable {
     int group = -1;
   };
 
-  Plan plan_;  // owned: the scheduler may drop its plan while keeping the executable
+  // Shared with the scheduler's cache entry (or owned when compiled from a copy): the
+  // scheduler may drop its plan while keeping the executable.
+  std::shared_ptr<const Plan> plan_holder_;
+  const Plan& plan_;
   std::vector<std::vector<Step>> steps_;
   std::vector<std::vector<int32_t>> release_;
   std::vector<RowGroup> groups_;
@@ -538,7 +540,10 @@ class CpuBackend final : public lazy::Backend {
   Device device() const override { return Device::cpu(); }
   Allocator* allocator() override { return cpu_allocator(); }
   std::unique_ptr<lazy::Executable> compile(const Plan& plan) override {
-    return std::make_unique<CpuExecutable>(plan);
+    return std::make_unique<CpuExecutable>(std::make_shared<const Plan>(plan));
+  }
+  std::unique_ptr<lazy::Executable> compile_shared(std::shared_ptr<const Plan> plan) override {
+    return std::make_unique<CpuExecutable>(std::move(plan));
   }
   void copy_to_host(const void* src, void* dst, size_t bytes) override {
     std::memcpy(dst, src, bytes);

@@ -39,6 +39,8 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     return;
   }
   vals_.reserve(form->values.size());
+  def_step_.assign(form->values.size(), -1);
+  const_val_.assign(form->values.size(), 0);
   for (DType t : form->values) vals_.push_back({t});
   for (const lazy::EwForm::Output& o : form->outputs) {
     vals_[o.value].out = static_cast<int>(outs_.size());
@@ -48,6 +50,7 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     switch (fs.kind) {
       case FormKind::kScalar:
         consts_.push_back({fs.slot, fs.out});
+        const_val_[fs.out] = 1;
         break;
       case FormKind::kLoad: {
         exts_.push_back({fs.slot, form->values[fs.out], fs.out});
@@ -114,7 +117,7 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
   if (error_.empty()) jit_ = std::make_shared<jit::Slot>();
   for (const Out& o : outs_) {
-    out_def_.push_back(def_step_.at(o.val));
+    out_def_.push_back(def_step_[o.val]);
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
     out_bytes_ += n_ * static_cast<int64_t>(out_es_.back());
   }

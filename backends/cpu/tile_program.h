@@ -133,17 +133,14 @@ class TileProgram final : public ElementwiseProgram {
   void request_jit() const;
 
   bool is_const_val(int v) const { return v >= 0 && is_const(v); }
-  bool is_const(int v) const {
-    for (const Const& c : consts_)
-      if (c.val == v) return true;
-    return false;
-  }
+  bool is_const(int v) const { return v < static_cast<int>(const_val_.size()) && const_val_[v]; }
 
   std::shared_ptr<const lazy::EwForm> form_;  // what the run-time compiler prints
   Shape shape_;
   Instr red_{};        // fused reduction (sink_ >= 0)
   int sink_ = -1;      // value reduced by red_
-  std::map<int, int> def_step_;  // value -> defining step
+  std::vector<int> def_step_;    // value -> defining step (-1: none)
+  std::vector<char> const_val_;  // value -> is a constant (a bound scalar)
   std::vector<int> out_def_;     // per output: its defining step
   std::vector<size_t> out_es_;   // per output: element size
   int64_t n_ = 0;                // numel(shape_)
