@@ -18,6 +18,12 @@ struct Graph {
   std::vector<Node*> roots;    // outputs, deduplicated, pending only: the roots asked for, then
                                // every other node held from outside the graph (DESIGN I9)
   uint64_t key = 0;            // ops, attrs, shapes, dtypes, input layouts, wiring, outputs
+  // Sizes are symbols (lazy/size_key.h): struct_key sees each size >= 2 only as "a size";
+  // key adds which of them are equal (size_ids: the symbol of each size >= 2 in walk order;
+  // sizes: each symbol's value). Graphs of one key differ only in `sizes`.
+  uint64_t struct_key = 0;
+  std::vector<int64_t> sizes;
+  std::vector<uint32_t> size_ids;
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
@@ -16,7 +17,9 @@
 #include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
 #include "lazy/metrics.h"
+#include "lazy/plan_instance.h"
 #include "lazy/profiler.h"
+#include "lazy/size_key.h"
 #include "lazy/tensor_impl.h"
 
 namespace sloth::lazy {
@@ -27,13 +30,56 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-struct CachedPlan {
-  Plan plan;
+// ---- the plan cache: plans per structure key, executables per key and sizes ----
+// Sizes are symbols (lazy/size_key.h). Plans are kept per structure key (a graph's structure,
+// ranks, dtypes, layouts and size-0/1 dims); a graph takes a plan of its structure key whose
+// sizes it specializes, mapped to its own sizes (lazy/plan_instance.h). The backend's compiled
+// form specializes on concrete sizes, so each plan keeps the executables of the sizes it ran at
+// most recently (an epoch's last partial batch, alternating sequence lengths: no recompile).
+struct Instance {
+  uint64_t key = 0;            // Graph::key (which sizes are equal)
+  std::vector<int64_t> sizes;  // Graph::sizes (their values)
   std::unique_ptr<Executable> exe;
+  uint64_t used = 0;
+};
+struct CachedPlan {
+  Plan plan;                   // as lowered and fused for `sizes`
+  uint64_t struct_key = 0;
+  std::vector<int64_t> sizes;  // Graph::sizes and Graph::size_ids of the graph it was made for
+  std::vector<uint32_t> size_ids;
+  std::vector<Instance> instances;
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
 };
+constexpr size_t kMaxInstances = 8;
+uint64_t instance_clock = 0;
+
+Executable* find_instance(CachedPlan& cp, const Graph& g) {
+  for (Instance& i : cp.instances)
+    if (i.key == g.key && i.sizes == g.sizes) {
+      i.used = ++instance_clock;
+      return i.exe.get();
+    }
+  return nullptr;
+}
+
+Executable* add_instance(CachedPlan& cp, const Graph& g, std::unique_ptr<Executable> exe) {
+  if (cp.instances.size() >= kMaxInstances) {
+    auto lru = std::min_element(cp.instances.begin(), cp.instances.end(),
+                                [](const Instance& a, const Instance& b) { return a.used < b.used; });
+    cp.instances.erase(lru);
+  }
+  cp.instances.push_back({g.key, g.sizes, std::move(exe), ++instance_clock});
+  return cp.instances.back().exe.get();
+}
+
+std::string sizes_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) absl::StrAppendFormat(&s, "%s%d", i ? ", " : "", v[i]);
+  return s + ")";
+}
+// ---- end of the plan cache's types ----
 
 bool plan_is_fallible(const Plan& p) {
   for (const Instr& in : p.instrs)
@@ -41,8 +87,10 @@ bool plan_is_fallible(const Plan& p) {
   return false;
 }
 
-struct PlanCache {
-  absl::flat_hash_map<uint64_t, std::unique_ptr<CachedPlan>> plans[2];  // per DeviceType
+struct PlanCache {  // per DeviceType
+  // Structure key -> its plans (more than one where sizes coincided in one of them).
+  absl::flat_hash_map<uint64_t, std::vector<std::unique_ptr<CachedPlan>>> plans[2];
+  absl::flat_hash_map<uint64_t, CachedPlan*> by_key[2];  // Graph::key -> the plan it takes
 };
 PlanCache& cache() {
   static auto* c = new PlanCache();
@@ -54,28 +102,44 @@ bool in_sync = false;
 
 bool fusion_enabled() { return settings().fusion; }
 
-// Why a plan missed the cache: the first instruction that differs from the nearest cached
-// plan (the one sharing the longest prefix), so a user sees which op or shape changed.
-std::string miss_reason(const Plan& p, DeviceType dt) {
+// Why a plan missed the cache. The nearest cached plan is the one sharing the longest prefix
+// of instructions equal up to sizes (op, dtype, rank, operands, attributes other than sizes);
+// the first difference names the op or attribute that changed, and a plan equal up to sizes
+// gets the size that could not be symbolic (size_mismatch_reason).
+bool same_but_sizes(const Instr& a, const Instr& b) {
+  if (a.op != b.op || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.in != b.in)
+    return false;
+  if (size_attrs_of(a.op) == SizeAttrs::kNone) return a.attrs == b.attrs;
+  Attrs x = a.attrs, y = b.attrs;
+  for_each_size_attr(a.op, x, [](int64_t& v) { v = 0; });
+  for_each_size_attr(b.op, y, [](int64_t& v) { v = 0; });
+  return x == y;
+}
+
+std::string miss_reason(const Plan& p, DeviceType dt, uint64_t struct_key) {
+  if (auto it = cache().plans[static_cast<int>(dt)].find(struct_key);
+      it != cache().plans[static_cast<int>(dt)].end() && !it->second.empty()) {
+    std::string r = size_mismatch_reason(p, it->second.front()->plan);
+    return "a size forced a new plan: " +
+           (r.empty() ? std::string("the sizes do not specialize those of the cached plan of this structure") : r);
+  }
   const Plan* best = nullptr;
   size_t best_len = 0;
-  for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
+  for (const auto& [k, cs] : cache().plans[static_cast<int>(dt)])
+  for (const auto& c : cs) {
     const Plan& q = c->plan;
     size_t n = 0;
-    while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
-           p.instrs[n].shape == q.instrs[n].shape && p.instrs[n].dtype == q.instrs[n].dtype &&
-           p.instrs[n].attrs == q.instrs[n].attrs && p.instrs[n].in == q.instrs[n].in)
-      ++n;
+    while (n < p.instrs.size() && n < q.instrs.size() && same_but_sizes(p.instrs[n], q.instrs[n])) ++n;
     if (!best || n > best_len) { best = &q; best_len = n; }
   }
   if (!best) return "first graph on this device";
   if (best_len < p.instrs.size() && best_len < best->instrs.size()) {
     const Instr &a = p.instrs[best_len], &b = best->instrs[best_len];
     std::string what = a.op != b.op ? absl::StrFormat("op %s vs %s", op_name(a.op), op_name(b.op))
-                     : a.shape != b.shape ? absl::StrFormat("shape %s vs %s", shape_str(a.shape), shape_str(b.shape))
+                     : a.shape.size() != b.shape.size() ? absl::StrFormat("rank of %s vs %s", shape_str(a.shape), shape_str(b.shape))
                      : a.dtype != b.dtype ? absl::StrFormat("dtype %s vs %s", dtype_name(a.dtype), dtype_name(b.dtype))
-                     : a.attrs != b.attrs ? std::string("attributes differ")
-                     : std::string("operands are wired differently");
+                     : a.in != b.in ? std::string("operands are wired differently")
+                     : absl::StrFormat("attributes differ (%s vs %s)", a.attrs.debug_string(), b.attrs.debug_string());
     return absl::StrFormat("instruction %d (%s) differs from the nearest cached plan: %s", best_len,
                            op_name(a.op), what);
   }
@@ -83,11 +147,11 @@ std::string miss_reason(const Plan& p, DeviceType dt) {
     return absl::StrFormat("%d instructions vs %d in the nearest cached plan", p.instrs.size(),
                            best->instrs.size());
   for (size_t i = 0; i < p.slots.size() && i < best->slots.size(); ++i)
-    if (p.slots[i].kind == SlotKind::kInput &&
-        (p.slots[i].shape != best->slots[i].shape || p.slots[i].input_strides != best->slots[i].input_strides))
-      return absl::StrFormat("input %d has shape %s strides %s (cached: %s strides %s)", i,
-                             shape_str(p.slots[i].shape), shape_str(p.slots[i].input_strides),
-                             shape_str(best->slots[i].shape), shape_str(best->slots[i].input_strides));
+    if (p.slots[i].kind != best->slots[i].kind || p.slots[i].dtype != best->slots[i].dtype)
+      return absl::StrFormat("slot %d (an input or scalar) differs in kind or dtype (%s vs %s)", i,
+                             dtype_name(p.slots[i].dtype), dtype_name(best->slots[i].dtype));
+  std::string r = size_mismatch_reason(p, *best);
+  if (!r.empty()) return "a size forced a new plan: " + r;
   return "outputs or input layouts differ from the nearest cached plan";
 }
 
@@ -129,27 +193,63 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   profiling::Scope plan_scope(profiling::Kind::kPhase, "plan");
   Graph g = build_graph(roots);
   if (g.roots.empty()) return;
-  auto& plans = cache().plans[static_cast<int>(device.type)];
+  const int dev = static_cast<int>(device.type);
   const int64_t misses_before = counters().plan_cache_misses;
-  auto it = plans.find(g.key);
-  CachedPlan* cp;
-  if (it != plans.end()) {
+  CachedPlan* cp = nullptr;
+  Executable* exe = nullptr;
+  if (auto it = cache().by_key[dev].find(g.key);
+      it != cache().by_key[dev].end() && it->second->struct_key == g.struct_key) {
+    cp = it->second;
+    exe = find_instance(*cp, g);
+  }
+  if (exe == nullptr) {
+    // New sizes: the first plan of this structure whose sizes these specialize, mapped to them.
+    std::vector<CachedPlan*> candidates;
+    if (cp != nullptr) candidates.push_back(cp);
+    if (auto it = cache().plans[dev].find(g.struct_key); it != cache().plans[dev].end())
+      for (const auto& c : it->second)
+        if (c.get() != cp) candidates.push_back(c.get());
+    cp = nullptr;
+    for (CachedPlan* c : candidates) {
+      std::optional<std::vector<int64_t>> to = specialize(c->size_ids, c->sizes.size(), g);
+      if (!to) continue;
+      std::optional<Plan> q = instantiate_plan(c->plan, c->sizes, *to, g);
+      if (!q) continue;
+      ++counters().plan_instantiations;
+      if (log_enabled("plans"))
+        std::fprintf(stderr, "[sloth] plan instantiated for sizes %s (planned for %s)\n",
+                     sizes_str(g.sizes).c_str(), sizes_str(c->sizes).c_str());
+      cp = c;
+      exe = add_instance(*cp, g, backend->compile(*q));
+      cache().by_key[dev][g.key] = cp;
+      break;
+    }
+  }
+  if (exe != nullptr) {
     ++counters().plan_cache_hits;
-    cp = it->second.get();
   } else {
     ++counters().plan_cache_misses;
     auto fresh = std::make_unique<CachedPlan>();
     fresh->plan = lower(g);
     plan_kernels(fresh->plan, fusion_enabled());
-    counters().last_miss_reason = miss_reason(fresh->plan, device.type);
+    counters().last_miss_reason = miss_reason(fresh->plan, device.type, g.struct_key);
     if (log_enabled("plans"))
-      std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
-                   fresh->plan.describe().c_str());
+      std::fprintf(stderr, "[sloth] new plan (plan cache miss): %s\n%s",
+                   counters().last_miss_reason.c_str(), fresh->plan.describe().c_str());
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(fresh->plan);
-    fresh->exe = backend->compile(fresh->plan);
+    fresh->struct_key = g.struct_key;
+    fresh->sizes = g.sizes;
+    fresh->size_ids = g.size_ids;
+    exe = add_instance(*fresh, g, backend->compile(fresh->plan));
     cp = fresh.get();
-    plans[g.key] = std::move(fresh);
+    // The most general plans first: a plan whose sizes are all distinct serves every size.
+    auto& list = cache().plans[dev][g.struct_key];
+    list.push_back(std::move(fresh));
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a->sizes.size() > b->sizes.size();
+    });
+    cache().by_key[dev][g.key] = cp;
   }
   counters().plan_s += seconds_since(t0);
   if (profiling::on())
@@ -185,8 +285,8 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   for (Node* n : g.scalars) scalars.push_back(n->scalar);
   std::vector<DeviceData> outputs;
   RunStats stats;
-  absl::Status st = donating ? cp->exe->run_donating(absl::MakeSpan(inputs), scalars, &outputs, &stats)
-                             : cp->exe->run(inputs, scalars, &outputs, &stats);
+  absl::Status st = donating ? exe->run_donating(absl::MakeSpan(inputs), scalars, &outputs, &stats)
+                             : exe->run(inputs, scalars, &outputs, &stats);
   counters().execute_s += seconds_since(t1);
   if (!st.ok()) throw Error(std::string(st.message()));
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
@@ -227,11 +327,16 @@ std::string describe_plan(absl::Span<const NodePtr> roots) {
 }
 
 int64_t plan_cache_size() {
-  return static_cast<int64_t>(cache().plans[0].size() + cache().plans[1].size());
+  int64_t n = 0;
+  for (const auto& per_device : cache().plans)
+    for (const auto& [k, list] : per_device) n += static_cast<int64_t>(list.size());
+  return n;
 }
 void clear_plan_cache() {
-  cache().plans[0].clear();
-  cache().plans[1].clear();
+  for (int d = 0; d < 2; ++d) {
+    cache().by_key[d].clear();
+    cache().plans[d].clear();
+  }
 }
 
 }  // namespace sloth::lazy
