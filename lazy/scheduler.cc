@@ -52,7 +52,9 @@ struct CachedPlan {
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
 };
-constexpr size_t kMaxInstances = 8;
+// Enough for every length of a typical variable-length task (sequence lengths 8..64) to stay
+// compiled after its first use; an instance holds a plan and its programs, no buffers.
+constexpr size_t kMaxInstances = 64;
 uint64_t instance_clock = 0;
 
 Executable* find_instance(CachedPlan& cp, const Graph& g) {

@@ -86,6 +86,19 @@ TEST(DynamicShapes, MlpOnHundredBatchSizesPlansOnce) {
   expect_same_values(dyn, ref);
 }
 
+// Cycling through more sizes than a plan keeps executables for (64): evicted instances are
+// made again, with the same values.
+TEST(DynamicShapes, MlpCyclingSizesPastTheInstanceCache) {
+  const std::vector<int64_t> sizes = {30, 24, 10};
+  std::vector<int64_t> batches;
+  for (int rep = 0; rep < 2; ++rep)
+    for (int64_t b = 31; b < 101; ++b) batches.push_back(b);
+  const MlpRun dyn = train_mlp(sizes, batches, false, /*momentum=*/0.9);
+  EXPECT_LE(dyn.metrics.plan_cache_misses, 2) << dyn.metrics.last_miss_reason;
+  EXPECT_GE(dyn.metrics.plan_instantiations, 138);  // 70 sizes, twice (64 kept: all evicted)
+  expect_same_values(dyn, train_mlp(sizes, batches, true, /*momentum=*/0.9));
+}
+
 // A batch equal to a hidden size (or the input size, or the class count) is a coincidence.
 // The general plan (made where all sizes differ) serves it, mapped: equal sizes stay valid in
 // a plan that treats them as distinct. A plan made at the coincidence must not serve the

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/tile_program.h"
+
+#include "backends/cpu/ew_codegen.h"
 #include "core/settings.h"
 
 namespace sloth::cpu {
@@ -112,7 +114,8 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
       jit_regs_[v] = num_jit_regs_++;
   }
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
-  if (error_.empty()) jit_ = std::make_shared<jit::Slot>();
+  // One compile per form (its sizes aside): instances of a plan for new sizes share it.
+  if (error_.empty()) jit_ = jit::shared_slot(jit::tile_kernel_key(*form_));
   for (const Out& o : outs_) {
     out_def_.push_back(def_step_.at(o.val));
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
