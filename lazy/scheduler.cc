@@ -39,7 +39,7 @@ double seconds_since(Clock::time_point t) {
 struct Instance {
   uint64_t key = 0;            // Graph::key (which sizes are equal)
   std::vector<int64_t> sizes;  // Graph::sizes (their values)
-  std::unique_ptr<Executable> exe;
+  std::shared_ptr<Executable> exe;
   uint64_t used = 0;
 };
 struct CachedPlan {
@@ -48,6 +48,9 @@ struct CachedPlan {
   std::vector<int64_t> sizes;  // Graph::sizes and Graph::size_ids of the graph it was made for
   std::vector<uint32_t> size_ids;
   std::vector<Instance> instances;
+  // The executable compiled with `plan`: instances for other sizes are made from it
+  // (Backend::instantiate reuses what does not depend on sizes).
+  std::shared_ptr<Executable> base;
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
@@ -66,7 +69,7 @@ Executable* find_instance(CachedPlan& cp, const Graph& g) {
   return nullptr;
 }
 
-Executable* add_instance(CachedPlan& cp, const Graph& g, std::unique_ptr<Executable> exe) {
+Executable* add_instance(CachedPlan& cp, const Graph& g, std::shared_ptr<Executable> exe) {
   if (cp.instances.size() >= kMaxInstances) {
     auto lru = std::min_element(cp.instances.begin(), cp.instances.end(),
                                 [](const Instance& a, const Instance& b) { return a.used < b.used; });
@@ -222,7 +225,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
         std::fprintf(stderr, "[sloth] plan instantiated for sizes %s (planned for %s)\n",
                      sizes_str(g.sizes).c_str(), sizes_str(c->sizes).c_str());
       cp = c;
-      exe = add_instance(*cp, g, backend->compile(*q));
+      exe = add_instance(*cp, g, backend->instantiate(*cp->base, *q));
       cache().by_key[dev][g.key] = cp;
       break;
     }
@@ -243,7 +246,8 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     fresh->struct_key = g.struct_key;
     fresh->sizes = g.sizes;
     fresh->size_ids = g.size_ids;
-    exe = add_instance(*fresh, g, backend->compile(fresh->plan));
+    fresh->base = backend->compile(fresh->plan);
+    exe = add_instance(*fresh, g, fresh->base);
     cp = fresh.get();
     // The most general plans first: a plan whose sizes are all distinct serves every size.
     auto& list = cache().plans[dev][g.struct_key];

@@ -228,6 +228,38 @@ TEST(DynamicShapes, SliceAndReshapeFollowTheSequenceLength) {
   EXPECT_EQ(metrics().plan_instantiations, 3);
 }
 
+// Large rows: the CPU backend runs softmax's steps row block by row block (row groups, which
+// depend on sizes) and fuses prologues into reductions; instances made from another size's
+// executable must compute the same values.
+TEST(DynamicShapes, RowGroupsAndFusedReductionsAtNewSizes) {
+  const int64_t C = 1024;
+  lazy::clear_plan_cache();
+  reset_metrics();
+  for (int64_t B : {70, 130, 96, 130}) {
+    std::vector<float> xv(static_cast<size_t>(B * C));
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::sin(0.013 * i + B));
+    Tensor x = from_vector(xv, {B, C});
+    Tensor sm = softmax(x * 3.0, 1);
+    Tensor ss = ((x - x.mean({1}, true)) * (x - x.mean({1}, true))).sum({1});
+    sync({sm, ss});
+    const std::vector<float> smv = sm.to_vector<float>(), ssv = ss.to_vector<float>();
+    for (int64_t r = 0; r < B; r += 7) {
+      double mx = -1e30, z = 0, mean = 0, sq = 0;
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, 3.0 * xv[r * C + c]), mean += xv[r * C + c];
+      mean /= C;
+      for (int64_t c = 0; c < C; ++c) {
+        z += std::exp(3.0 * xv[r * C + c] - mx);
+        sq += (xv[r * C + c] - mean) * (xv[r * C + c] - mean);
+      }
+      for (int64_t c = 0; c < C; c += 97)
+        ASSERT_NEAR(smv[r * C + c], std::exp(3.0 * xv[r * C + c] - mx) / z, 1e-6) << "B=" << B;
+      ASSERT_NEAR(ssv[r], sq, 1e-3 * (1 + sq)) << "B=" << B;
+    }
+  }
+  EXPECT_EQ(metrics().plan_cache_misses, 1) << metrics().last_miss_reason;
+  EXPECT_EQ(metrics().plan_instantiations, 2);
+}
+
 // Shape errors are still found when the op is recorded, with a cached symbolic plan around.
 TEST(DynamicShapes, ShapeErrorsStillAtRecordTime) {
   Tensor w = randn({12, 16});

@@ -136,6 +136,33 @@ int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
 class CpuExecutable final : public lazy::Executable {
  public:
   explicit CpuExecutable(const Plan& plan) : plan_(plan) { compile(); }
+  // `plan` is base's plan instantiated for new sizes (same instructions, kernels, slots):
+  // the steps and their programs are base's, resized; only the row groups (which depend on
+  // sizes) are found again.
+  CpuExecutable(const CpuExecutable& base, const Plan& plan) : plan_(plan) {
+    input_slots_ = base.input_slots_;
+    max_input_ = base.max_input_;
+    max_scalar_ = base.max_scalar_;
+    env_.vals.resize(plan_.slots.size());
+    release_ = base.release_;
+    steps_.resize(base.steps_.size());
+    for (size_t k = 0; k < base.steps_.size(); ++k)
+      for (const Step& b : base.steps_[k]) {
+        Step st{b.kind};
+        st.instr = b.instr;
+        st.instrs = b.instrs;
+        st.reads = b.reads;
+        if ((b.kind == StepKind::kElementwise || b.kind == StepKind::kFusedReduce) && b.program) {
+          const Instr* red = b.kind == StepKind::kFusedReduce ? &plan_.instrs[b.instr] : nullptr;
+          const Shape& loop = red                ? plan_.slots[red->in[0]].shape
+                              : b.instrs.empty() ? b.program->loop_shape()
+                                                 : plan_.instrs[b.instrs.back()].shape;
+          st.program = b.program->resized(loop, red);
+        }
+        steps_[k].push_back(std::move(st));
+      }
+    find_row_groups();
+  }
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                    std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
@@ -536,6 +563,12 @@ class CpuBackend final : public lazy::Backend {
   Allocator* allocator() override { return cpu_allocator(); }
   std::unique_ptr<lazy::Executable> compile(const Plan& plan) override {
     return std::make_unique<CpuExecutable>(plan);
+  }
+  std::unique_ptr<lazy::Executable> instantiate(const lazy::Executable& base,
+                                                const Plan& plan) override {
+    if (const auto* b = dynamic_cast<const CpuExecutable*>(&base))
+      return std::make_unique<CpuExecutable>(*b, plan);
+    return compile(plan);
   }
   void copy_to_host(const void* src, void* dst, size_t bytes) override {
     std::memcpy(dst, src, bytes);
