@@ -3,13 +3,15 @@
 // (no lowering or fusion; only the backend's compile) instead of planning again.
 //   BM_MlpSteps/sizes:0|1|2: nn::MLP {784, 128, 10}, cross_entropy, SGD (momentum 0.9).
 //     sizes:0 fixed batch 64; sizes:1 cycles through 100 distinct batch sizes 15..114 (mean
-//     64.5; a plan keeps 64 executables, so every timed step instantiates: the worst case);
+//     64.5) for 4 epochs: the first instantiates each size, later ones reuse the instances;
 //     sizes:2 the same sizes, each timed step preceded by an untimed step of its size (what
-//     a step of that size costs once compiled), so 1 vs 2 is the cost of new sizes alone.
+//     a step of that size costs once compiled), so 1 vs 2 is the cost of new sizes alone;
+//     sizes:3 the sizes of 1 with the plan cache cleared before every step (a full plan per
+//     size: what a new size cost before plans were shape-polymorphic).
 //   BM_TransformerSteps/sizes:0|1|2: nn::TransformerEncoderLayer (d 128, 4 heads, GELU MLP
 //     512, pre-norm, causal, dropout 0), mse_loss, AdamW, batch 8; sizes:0 length 36; sizes:1
 //     cycles through the lengths 8..64 (57 distinct, mean 36: two passes, the first
-//     instantiates each length, the second reuses it); sizes:2 as for the MLP. Attention is
+//     instantiates each length, the second reuses it); sizes:2 and 3 as for the MLP. Attention is
 //     quadratic in the length, so 0 vs 1 also differs in work (mean S^2 is 1566 vs 1296).
 // Counters: plans (plan-cache misses in the timed loop and in all), instantiations per step,
 // plan and execute ms per step, us per sample (or token).
@@ -34,7 +36,7 @@ struct Batch {
 
 template <class Step>
 void run_steps(benchmark::State& state, const std::vector<Batch>& batches, Step&& step) {
-  const bool warm_each = state.range(0) == 2;
+  const bool warm_each = state.range(0) == 2, replan = state.range(0) == 3;
   const Metrics start = metrics();
   size_t i = 0;
   const double first = step(batches[i++ % batches.size()]);
@@ -50,6 +52,7 @@ void run_steps(benchmark::State& state, const std::vector<Batch>& batches, Step&
       step(b);
       state.ResumeTiming();
     }
+    if (replan) lazy::clear_plan_cache();
     const Metrics m0 = metrics();
     loss = step(b);
     const Metrics m1 = metrics();
@@ -102,7 +105,7 @@ void BM_MlpSteps(benchmark::State& state) {
   });
 }
 // A fixed number of steps (one run per benchmark, the same steps for both variants).
-BENCHMARK(BM_MlpSteps)->ArgName("sizes")->Arg(0)->Arg(1)->Arg(2)->UseRealTime()
+BENCHMARK(BM_MlpSteps)->ArgName("sizes")->Arg(0)->Arg(1)->Arg(2)->Arg(3)->UseRealTime()
     ->Unit(benchmark::kMillisecond)->Iterations(400);
 
 void BM_TransformerSteps(benchmark::State& state) {
@@ -129,7 +132,7 @@ void BM_TransformerSteps(benchmark::State& state) {
     return loss.item();
   });
 }
-BENCHMARK(BM_TransformerSteps)->ArgName("sizes")->Arg(0)->Arg(1)->Arg(2)->UseRealTime()
+BENCHMARK(BM_TransformerSteps)->ArgName("sizes")->Arg(0)->Arg(1)->Arg(2)->Arg(3)->UseRealTime()
     ->Unit(benchmark::kMillisecond)->Iterations(114);
 
 }  // namespace

@@ -55,9 +55,10 @@ struct CachedPlan {
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
 };
-// Enough for every length of a typical variable-length task (sequence lengths 8..64) to stay
-// compiled after its first use; an instance holds a plan and its programs, no buffers.
-constexpr size_t kMaxInstances = 64;
+// Enough for every size of a typical variable-size task (sequence lengths 8..64, an epoch of
+// 100 batch sizes) to stay compiled after its first use; an instance holds a plan and its
+// programs (tens of KB for a transformer block's step), no buffers.
+constexpr size_t kMaxInstances = 128;
 uint64_t instance_clock = 0;
 
 Executable* find_instance(CachedPlan& cp, const Graph& g) {

@@ -126,7 +126,8 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
 // ---- dynamic shapes: the program at new sizes ----
 TileProgram::TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce)
     : form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), sink_(o.sink_),
-      def_step_(o.def_step_), out_def_(o.out_def_), out_es_(o.out_es_), n_(numel(shape)),
+      out_def_(o.out_def_),  // def_step_ is only needed while constructing
+      out_es_(o.out_es_), n_(numel(shape)),
       donors_(o.donors_), vals_(o.vals_), exts_(o.exts_), consts_(o.consts_), outs_(o.outs_),
       steps_(o.steps_), num_regs_(o.num_regs_), load_steps_(o.load_steps_),
       interp_regs_(o.interp_regs_), jit_regs_(o.jit_regs_), num_jit_regs_(o.num_jit_regs_),
