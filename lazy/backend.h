@@ -48,7 +48,7 @@ class Backend {
   // `plan` is `base`'s plan instantiated for new sizes (lazy/plan_instance.h: the same
   // instructions, kernels and slots, other shapes): a backend may reuse what of `base` does
   // not depend on sizes. By default it compiles afresh.
-  virtual std::unique_ptr<Executable> instantiate(const Executable& base, const Plan& plan) {
+  virtual std::unique_ptr<Executable> instantiate(const Executable& base, Plan plan) {
     (void)base;
     return compile(plan);
   }

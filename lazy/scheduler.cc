@@ -226,7 +226,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
         std::fprintf(stderr, "[sloth] plan instantiated for sizes %s (planned for %s)\n",
                      sizes_str(g.sizes).c_str(), sizes_str(c->sizes).c_str());
       cp = c;
-      exe = add_instance(*cp, g, backend->instantiate(*cp->base, *q));
+      exe = add_instance(*cp, g, backend->instantiate(*cp->base, std::move(*q)));
       cache().by_key[dev][g.key] = cp;
       break;
     }

@@ -139,7 +139,7 @@ class CpuExecutable final : public lazy::Executable {
   // `plan` is base's plan instantiated for new sizes (same instructions, kernels, slots):
   // the steps and their programs are base's, resized; only the row groups (which depend on
   // sizes) are found again.
-  CpuExecutable(const CpuExecutable& base, const Plan& plan) : plan_(plan) {
+  CpuExecutable(const CpuExecutable& base, Plan&& plan) : plan_(std::move(plan)) {
     input_slots_ = base.input_slots_;
     max_input_ = base.max_input_;
     max_scalar_ = base.max_scalar_;
@@ -565,9 +565,9 @@ class CpuBackend final : public lazy::Backend {
     return std::make_unique<CpuExecutable>(plan);
   }
   std::unique_ptr<lazy::Executable> instantiate(const lazy::Executable& base,
-                                                const Plan& plan) override {
+                                                Plan plan) override {
     if (const auto* b = dynamic_cast<const CpuExecutable*>(&base))
-      return std::make_unique<CpuExecutable>(*b, plan);
+      return std::make_unique<CpuExecutable>(*b, std::move(plan));
     return compile(plan);
   }
   void copy_to_host(const void* src, void* dst, size_t bytes) override {
