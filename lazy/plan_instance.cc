@@ -75,10 +75,10 @@ class Correspondence {
     auto [f, fresh_f] = fwd_.try_emplace(was, now);
     if (f->second != now)
       return absl::StrFormat(
-          "%s is %d here, but it was %d in the cached plan, like another size that is %d here: "
-          "the cached plan was made where these sizes coincided (a batch equal to a hidden "
-          "size, say) and assumes them equal, so this graph needs a plan of its own",
-          where, now, was, f->second);
+          "%s is %d here (%d in the cached plan), but another size that was also %d there is "
+          "%d here: the cached plan was made where these sizes coincided (a batch equal to a "
+          "hidden size, say) and assumes them equal, so this graph needs a plan of its own",
+          where, now, was, was, f->second);
     return "";
   }
 
