@@ -50,6 +50,13 @@ class Backend {
   virtual std::unique_ptr<Executable> compile_shared(std::shared_ptr<const Plan> plan) {
     return compile(*plan);
   }
+  // `plan` is `base`'s plan instantiated for new sizes (lazy/plan_instance.h: the same
+  // instructions, kernels and slots, other shapes): a backend may reuse what of `base` does
+  // not depend on sizes. By default it compiles afresh.
+  virtual std::unique_ptr<Executable> instantiate(const Executable& base, Plan plan) {
+    (void)base;
+    return compile(plan);
+  }
   // Host <-> device copies of contiguous bytes.
   virtual void copy_to_host(const void* src, void* dst, size_t bytes) = 0;
   virtual void copy_from_host(const void* src, void* dst, size_t bytes) = 0;

@@ -1,6 +1,9 @@
 #include "lazy/graph.h"
 
+#include <algorithm>
 #include <atomic>
+
+#include "lazy/size_key.h"
 
 namespace sloth::lazy {
 namespace {
@@ -21,6 +24,7 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   // numbered in discovery order. graph_refs counts the graph's edges into each node.
   int32_t next_value = 0;
   uint64_t key = 0xcbf29ce484222325ull;
+  SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
   std::vector<std::pair<Node*, size_t>> stack;
   for (const auto& r : roots) {
     Node* root = r.get();
@@ -44,10 +48,17 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
           key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
           // The stride of a size-1 dim addresses nothing: [1, 4] with strides [4, 1] and with
           // [1, 1] (a parameter written back through a transpose) is one layout to a plan.
+          // Sizes and strides hash as symbols (lazy/size_key.h).
           const Layout& l = in->data->layout;
-          for (int64_t d : l.shape) key = mix(key, d);
-          for (size_t d = 0; d < l.strides.size(); ++d)
-            key = mix(key, (l.shape[d] == 1 ? 0 : l.strides[d]) ^ 0x55);
+          key = mix(key, 0x4000 + l.shape.size());
+          for (int64_t d : l.shape) key = mix(key, sizes.word(d));
+          int64_t contiguous = 1;
+          for (size_t d = l.strides.size(); d-- > 0;) {
+            key = mix(key, l.shape[d] == 1            ? SizeSymbols::kUnitDim
+                           : l.strides[d] == contiguous ? SizeSymbols::kContiguous
+                                                        : sizes.word(l.strides[d]));
+            contiguous *= std::max<int64_t>(l.shape[d], 1);
+          }
         } else if (in->op == OpId::kScalar) {
           in->mark = mark | 1;
           in->slot = static_cast<int32_t>(g.scalars.size());
@@ -65,8 +76,9 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
       g.order.push_back(n);
       uint64_t h = mix(n->hash & 0, static_cast<uint64_t>(n->op));
       h = mix(h, static_cast<uint64_t>(n->dtype));
-      for (int64_t d : n->shape) h = mix(h, d);
-      h = mix(h, n->attrs.hash());
+      h = mix(h, 0x4000 + n->shape.size());
+      for (int64_t d : n->shape) h = mix(h, sizes.word(d));
+      h = mix(h, attrs_key(n->op, n->attrs, sizes));
       for (const auto& in : n->inputs) {
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
@@ -99,7 +111,10 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }
-  g.key = key;
+  g.struct_key = key;
+  g.key = mix(key, sizes.stream_hash());
+  g.sizes = sizes.take_values();
+  g.size_ids = sizes.take_ids();
   return g;
 }
 

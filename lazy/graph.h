@@ -25,6 +25,12 @@ struct Graph {
   std::vector<int32_t> root_values;  // the value number (slot) of each root, in order
   static constexpr uint32_t operand_kind(uint32_t ref) { return ref >> 30; }
   static constexpr int32_t operand_slot(uint32_t ref) { return static_cast<int32_t>(ref & 0x3fffffffu); }
+  // Sizes are symbols (lazy/size_key.h): struct_key sees each size >= 2 only as "a size";
+  // key adds which of them are equal (size_ids: the symbol of each size >= 2 in walk order;
+  // sizes: each symbol's value). Graphs of one key differ only in `sizes`.
+  uint64_t struct_key = 0;
+  std::vector<int64_t> sizes;
+  std::vector<uint32_t> size_ids;
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);

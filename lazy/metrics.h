@@ -13,6 +13,9 @@
   X(int64_t, graphs_executed, "graphs")                                                       \
   X(int64_t, plan_cache_hits, "plan cache hits")                                              \
   X(int64_t, plan_cache_misses, "plan cache misses")                                          \
+  /* a cached plan mapped to new sizes (lazy/plan_instance.h): no lowering or fusion, only    \
+     the backend's compile; repeated sizes reuse it (plan_cache_hits counts those hits too) */ \
+  X(int64_t, plan_instantiations, "plan instantiations")                                      \
   X(int64_t, kernels_launched, "kernels")                                                     \
   /* CPU: steps run row block by row block with the steps around them (row groups), so        \
      intermediates stay in cache */                                                           \

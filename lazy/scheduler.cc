@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
@@ -17,7 +18,9 @@
 #include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
 #include "lazy/metrics.h"
+#include "lazy/plan_instance.h"
 #include "lazy/profiler.h"
+#include "lazy/size_key.h"
 #include "lazy/tensor_impl.h"
 
 namespace sloth::lazy {
@@ -33,14 +36,63 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// ---- the plan cache: plans per structure key, executables per key and sizes ----
+// Sizes are symbols (lazy/size_key.h). Plans are kept per structure key (a graph's structure,
+// ranks, dtypes, layouts and size-0/1 dims); a graph takes a plan of its structure key whose
+// sizes it specializes, mapped to its own sizes (lazy/plan_instance.h). The backend's compiled
+// form specializes on concrete sizes, so each plan keeps the executables of the sizes it ran at
+// most recently (an epoch's last partial batch, alternating sequence lengths: no recompile).
+struct Instance {
+  uint64_t key = 0;            // Graph::key (which sizes are equal)
+  std::vector<int64_t> sizes;  // Graph::sizes (their values)
+  std::shared_ptr<Executable> exe;
+  uint64_t used = 0;
+};
 struct CachedPlan {
-  std::shared_ptr<const Plan> plan;  // shared with the executable (no copy)
-  std::unique_ptr<Executable> exe;
+  std::shared_ptr<const Plan> plan;  // as lowered and fused for `sizes`; shared with `base`
+  uint64_t struct_key = 0;
+  std::vector<int64_t> sizes;  // Graph::sizes and Graph::size_ids of the graph it was made for
+  std::vector<uint32_t> size_ids;
+  std::vector<Instance> instances;
+  // The executable compiled with `plan`: instances for other sizes are made from it
+  // (Backend::instantiate reuses what does not depend on sizes).
+  std::shared_ptr<Executable> base;
   // Some kernel checks data at run time (index bounds) and may fail half-way: then no input
   // is donated, so a failed sync leaves every input as it was.
   bool fallible = false;
   uint64_t seq = 0;  // insertion order: a miss is explained by the plans cached before it
 };
+// Enough for every size of a typical variable-size task (sequence lengths 8..64, an epoch of
+// 100 batch sizes) to stay compiled after its first use; an instance holds a plan and its
+// programs (tens of KB for a transformer block's step), no buffers.
+constexpr size_t kMaxInstances = 128;
+uint64_t instance_clock = 0;
+
+std::shared_ptr<Executable> find_instance(CachedPlan& cp, const Graph& g) {
+  for (Instance& i : cp.instances)
+    if (i.key == g.key && i.sizes == g.sizes) {
+      i.used = ++instance_clock;
+      return i.exe;
+    }
+  return nullptr;
+}
+
+std::shared_ptr<Executable> add_instance(CachedPlan& cp, const Graph& g, std::shared_ptr<Executable> exe) {
+  if (cp.instances.size() >= kMaxInstances) {
+    auto lru = std::min_element(cp.instances.begin(), cp.instances.end(),
+                                [](const Instance& a, const Instance& b) { return a.used < b.used; });
+    cp.instances.erase(lru);
+  }
+  cp.instances.push_back({g.key, g.sizes, std::move(exe), ++instance_clock});
+  return cp.instances.back().exe;
+}
+
+std::string sizes_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) absl::StrAppendFormat(&s, "%s%d", i ? ", " : "", v[i]);
+  return s + ")";
+}
+// ---- end of the plan cache's types ----
 
 bool plan_is_fallible(const Plan& p) {
   for (const Instr& in : p.instrs)
@@ -48,8 +100,10 @@ bool plan_is_fallible(const Plan& p) {
   return false;
 }
 
-struct PlanCache {
-  absl::flat_hash_map<uint64_t, std::unique_ptr<CachedPlan>> plans[2];  // per DeviceType
+struct PlanCache {  // per DeviceType
+  // Structure key -> its plans (more than one where sizes coincided in one of them).
+  absl::flat_hash_map<uint64_t, std::vector<std::unique_ptr<CachedPlan>>> plans[2];
+  absl::flat_hash_map<uint64_t, CachedPlan*> by_key[2];  // Graph::key -> the plan it takes
 };
 PlanCache& cache() {
   static auto* c = new PlanCache();
@@ -61,6 +115,7 @@ PlanCache& cache() {
 struct PendingMiss {
   std::shared_ptr<const Plan> plan;
   DeviceType device = DeviceType::kCPU;
+  uint64_t struct_key = 0;
   uint64_t seq = 0;  // explained against cached plans with a smaller seq
 };
 PendingMiss pending_miss;
@@ -76,29 +131,48 @@ GraphObserver graph_observer = nullptr;
 void* graph_observer_ctx = nullptr;
 uint64_t cache_epoch = 0;
 
-// Why a plan missed the cache: the first instruction that differs from the nearest cached
-// plan (the one sharing the longest prefix), so a user sees which op or shape changed.
-std::string miss_reason(const Plan& p, DeviceType dt, uint64_t before_seq) {
+// Why a plan missed the cache, against the plans cached before it (seq < before_seq). The
+// nearest cached plan is the one sharing the longest prefix of instructions equal up to sizes
+// (op, dtype, rank, operands, attributes other than sizes); the first difference names the op
+// or attribute that changed, and a plan equal up to sizes gets the size that could not be
+// symbolic (size_mismatch_reason).
+bool same_but_sizes(const Instr& a, const Instr& b) {
+  if (a.op != b.op || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.in != b.in)
+    return false;
+  if (size_attrs_of(a.op) == SizeAttrs::kNone) return a.attrs == b.attrs;
+  Attrs x = a.attrs, y = b.attrs;
+  for_each_size_attr(a.op, x, [](int64_t& v) { v = 0; });
+  for_each_size_attr(b.op, y, [](int64_t& v) { v = 0; });
+  return x == y;
+}
+
+std::string miss_reason(const Plan& p, DeviceType dt, uint64_t struct_key, uint64_t before_seq) {
+  if (auto it = cache().plans[static_cast<int>(dt)].find(struct_key);
+      it != cache().plans[static_cast<int>(dt)].end())
+    for (const auto& c : it->second) {
+      if (c->seq >= before_seq) continue;
+      std::string r = size_mismatch_reason(p, *c->plan);
+      return "a size forced a new plan: " +
+             (r.empty() ? std::string("the sizes do not specialize those of the cached plan of this structure") : r);
+    }
   const Plan* best = nullptr;
   size_t best_len = 0;
-  for (const auto& [k, c] : cache().plans[static_cast<int>(dt)]) {
+  for (const auto& [k, cs] : cache().plans[static_cast<int>(dt)])
+  for (const auto& c : cs) {
     if (c->seq >= before_seq) continue;
     const Plan& q = *c->plan;
     size_t n = 0;
-    while (n < p.instrs.size() && n < q.instrs.size() && p.instrs[n].op == q.instrs[n].op &&
-           p.instrs[n].shape == q.instrs[n].shape && p.instrs[n].dtype == q.instrs[n].dtype &&
-           p.instrs[n].attrs == q.instrs[n].attrs && p.instrs[n].in == q.instrs[n].in)
-      ++n;
+    while (n < p.instrs.size() && n < q.instrs.size() && same_but_sizes(p.instrs[n], q.instrs[n])) ++n;
     if (!best || n > best_len) { best = &q; best_len = n; }
   }
   if (!best) return "first graph on this device";
   if (best_len < p.instrs.size() && best_len < best->instrs.size()) {
     const Instr &a = p.instrs[best_len], &b = best->instrs[best_len];
     std::string what = a.op != b.op ? absl::StrFormat("op %s vs %s", op_name(a.op), op_name(b.op))
-                     : a.shape != b.shape ? absl::StrFormat("shape %s vs %s", shape_str(a.shape), shape_str(b.shape))
+                     : a.shape.size() != b.shape.size() ? absl::StrFormat("rank of %s vs %s", shape_str(a.shape), shape_str(b.shape))
                      : a.dtype != b.dtype ? absl::StrFormat("dtype %s vs %s", dtype_name(a.dtype), dtype_name(b.dtype))
-                     : a.attrs != b.attrs ? std::string("attributes differ")
-                     : std::string("operands are wired differently");
+                     : a.in != b.in ? std::string("operands are wired differently")
+                     : absl::StrFormat("attributes differ (%s vs %s)", a.attrs.debug_string(), b.attrs.debug_string());
     return absl::StrFormat("instruction %d (%s) differs from the nearest cached plan: %s", best_len,
                            op_name(a.op), what);
   }
@@ -106,11 +180,11 @@ std::string miss_reason(const Plan& p, DeviceType dt, uint64_t before_seq) {
     return absl::StrFormat("%d instructions vs %d in the nearest cached plan", p.instrs.size(),
                            best->instrs.size());
   for (size_t i = 0; i < p.slots.size() && i < best->slots.size(); ++i)
-    if (p.slots[i].kind == SlotKind::kInput &&
-        (p.slots[i].shape != best->slots[i].shape || p.slots[i].input_strides != best->slots[i].input_strides))
-      return absl::StrFormat("input %d has shape %s strides %s (cached: %s strides %s)", i,
-                             shape_str(p.slots[i].shape), shape_str(p.slots[i].input_strides),
-                             shape_str(best->slots[i].shape), shape_str(best->slots[i].input_strides));
+    if (p.slots[i].kind != best->slots[i].kind || p.slots[i].dtype != best->slots[i].dtype)
+      return absl::StrFormat("slot %d (an input or scalar) differs in kind or dtype (%s vs %s)", i,
+                             dtype_name(p.slots[i].dtype), dtype_name(best->slots[i].dtype));
+  std::string r = size_mismatch_reason(p, *best);
+  if (!r.empty()) return "a size forced a new plan: " + r;
   return "outputs or input layouts differ from the nearest cached plan";
 }
 
@@ -120,7 +194,8 @@ void explain_last_miss() {
   if (!pending_miss.plan) return;
   // reset_metrics() since the miss: it is no longer the counters' last miss.
   if (counters().plan_cache_misses > 0)
-    counters().last_miss_reason = miss_reason(*pending_miss.plan, pending_miss.device, pending_miss.seq);
+    counters().last_miss_reason = miss_reason(*pending_miss.plan, pending_miss.device,
+                                                pending_miss.struct_key, pending_miss.seq);
   pending_miss = PendingMiss{};
 }
 
@@ -161,33 +236,70 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   profiling::Scope plan_scope(profiling::Kind::kPhase, "plan");
   Graph g = build_graph(roots);
   if (g.roots.empty()) return;
-  auto& plans = cache().plans[static_cast<int>(device.type)];
+  const int dev = static_cast<int>(device.type);
   const int64_t misses_before = counters().plan_cache_misses;
-  auto it = plans.find(g.key);
-  CachedPlan* cp;
-  if (it != plans.end()) {
+  CachedPlan* cp = nullptr;
+  std::shared_ptr<Executable> exe;  // shared: a replay (sloth::jit) may keep it past eviction
+  if (auto it = cache().by_key[dev].find(g.key);
+      it != cache().by_key[dev].end() && it->second->struct_key == g.struct_key) {
+    cp = it->second;
+    exe = find_instance(*cp, g);
+  }
+  if (exe == nullptr) {
+    // New sizes: the first plan of this structure whose sizes these specialize, mapped to them.
+    std::vector<CachedPlan*> candidates;
+    if (cp != nullptr) candidates.push_back(cp);
+    if (auto it = cache().plans[dev].find(g.struct_key); it != cache().plans[dev].end())
+      for (const auto& c : it->second)
+        if (c.get() != cp) candidates.push_back(c.get());
+    cp = nullptr;
+    for (CachedPlan* c : candidates) {
+      std::optional<std::vector<int64_t>> to = specialize(c->size_ids, c->sizes.size(), g);
+      if (!to) continue;
+      std::optional<Plan> q = instantiate_plan(*c->plan, c->sizes, *to, g);
+      if (!q) continue;
+      ++counters().plan_instantiations;
+      if (log_enabled("plans"))
+        std::fprintf(stderr, "[sloth] plan instantiated for sizes %s (planned for %s)\n",
+                     sizes_str(g.sizes).c_str(), sizes_str(c->sizes).c_str());
+      cp = c;
+      exe = add_instance(*cp, g, backend->instantiate(*cp->base, std::move(*q)));
+      cache().by_key[dev][g.key] = cp;
+      break;
+    }
+  }
+  if (exe != nullptr) {
     ++counters().plan_cache_hits;
-    cp = it->second.get();
   } else {
     ++counters().plan_cache_misses;
     auto fresh = std::make_unique<CachedPlan>();
     auto plan = std::make_shared<Plan>(lower(g));
     plan_kernels(*plan, fusion_enabled());
     const uint64_t seq = next_plan_seq++;
-    pending_miss = PendingMiss{plan, device.type, seq};
+    pending_miss = PendingMiss{plan, device.type, g.struct_key, seq};
     counters().last_miss_reason.clear();
     if (log_enabled("plans")) {
       explain_last_miss();
-      std::fprintf(stderr, "[sloth] plan cache miss (%s)\n%s", counters().last_miss_reason.c_str(),
-                   plan->describe().c_str());
+      std::fprintf(stderr, "[sloth] new plan (plan cache miss): %s\n%s",
+                   counters().last_miss_reason.c_str(), plan->describe().c_str());
     }
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(*plan);
-    fresh->plan = plan;
     fresh->seq = seq;
-    fresh->exe = backend->compile_shared(std::move(plan));
+    fresh->struct_key = g.struct_key;
+    fresh->sizes = g.sizes;
+    fresh->size_ids = g.size_ids;
+    fresh->plan = plan;
+    fresh->base = backend->compile_shared(std::move(plan));
+    exe = add_instance(*fresh, g, fresh->base);
     cp = fresh.get();
-    plans[g.key] = std::move(fresh);
+    // The most general plans first: a plan whose sizes are all distinct serves every size.
+    auto& list = cache().plans[dev][g.struct_key];
+    list.push_back(std::move(fresh));
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a->sizes.size() > b->sizes.size();
+    });
+    cache().by_key[dev][g.key] = cp;
   }
   counters().plan_s += seconds_since(t0);
   counters().plan_cpu_s += thread_cpu_seconds() - cpu0;
@@ -197,7 +309,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
                                                               : "plan cache hit",
                                           g.order.size()));
   plan_scope.finish();
-  if (graph_observer) graph_observer(graph_observer_ctx, g, cp->exe.get(), cp->fallible, device);
+  if (graph_observer) graph_observer(graph_observer_ctx, g, exe, cp->fallible, device);
 
   auto t1 = Clock::now();
   profiling::Scope exec_scope(profiling::Kind::kPhase, "execute");
@@ -225,8 +337,8 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   for (Node* n : g.scalars) scalars.push_back(n->scalar);
   std::vector<DeviceData> outputs;
   RunStats stats;
-  absl::Status st = donating ? cp->exe->run_donating(absl::MakeSpan(inputs), scalars, &outputs, &stats)
-                             : cp->exe->run(inputs, scalars, &outputs, &stats);
+  absl::Status st = donating ? exe->run_donating(absl::MakeSpan(inputs), scalars, &outputs, &stats)
+                             : exe->run(inputs, scalars, &outputs, &stats);
   counters().execute_s += seconds_since(t1);
   if (!st.ok()) throw Error(std::string(st.message()));
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
@@ -267,13 +379,18 @@ std::string describe_plan(absl::Span<const NodePtr> roots) {
 }
 
 int64_t plan_cache_size() {
-  return static_cast<int64_t>(cache().plans[0].size() + cache().plans[1].size());
+  int64_t n = 0;
+  for (const auto& per_device : cache().plans)
+    for (const auto& [k, list] : per_device) n += static_cast<int64_t>(list.size());
+  return n;
 }
 void clear_plan_cache() {
   ++cache_epoch;
   explain_last_miss();  // against the plans it was missed among
-  cache().plans[0].clear();
-  cache().plans[1].clear();
+  for (int d = 0; d < 2; ++d) {
+    cache().by_key[d].clear();
+    cache().plans[d].clear();
+  }
 }
 
 // ---- replay (sloth::jit) ----

@@ -4,6 +4,7 @@
 // device's backend and materializes every root.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ bool log_enabled(const char* topic);
 // a step's graph this way and later runs `exe` itself with new data.
 struct Graph;
 class Executable;
-using GraphObserver = void (*)(void* ctx, const Graph& g, Executable* exe, bool fallible,
-                               Device device);
+using GraphObserver = void (*)(void* ctx, const Graph& g, const std::shared_ptr<Executable>& exe,
+                               bool fallible, Device device);
 void set_graph_observer(GraphObserver observer, void* ctx);
 // Bumps whenever cached executables are dropped (clear_plan_cache), so a recorded executable
 // is known to be gone.

@@ -103,7 +103,7 @@ struct Record {
   std::string problem;  // non-empty: this trace cannot be replayed, and why
   int graphs = 0;
   uint64_t key = 0;
-  Executable* exe = nullptr;
+  std::shared_ptr<Executable> exe;  // kept alive even if the plan cache evicts it
   bool fallible = false;
   Device device;
   uint64_t epoch = 0;
@@ -237,7 +237,7 @@ struct Core::Impl {
     arg_groups.clear();
     arg_base_layout.clear();
   }
-  void observe(const Graph& g, Executable* exe, bool fallible, Device device);
+  void observe(const Graph& g, const std::shared_ptr<Executable>& exe, bool fallible, Device device);
   void classify_outputs(const std::vector<Ref<AliasGroup>>& pending,
                         const std::vector<Tensor>& returned);
   bool replay(Record& r, absl::Span<const Tensor* const> args, std::vector<Tensor>* outs);
@@ -246,12 +246,14 @@ struct Core::Impl {
 namespace {
 Core::Impl* g_active = nullptr;  // the step being traced (one at a time)
 
-void observe_graph(void* ctx, const Graph& g, Executable* exe, bool fallible, Device device) {
+void observe_graph(void* ctx, const Graph& g, const std::shared_ptr<Executable>& exe, bool fallible,
+                   Device device) {
   static_cast<Core::Impl*>(ctx)->observe(g, exe, fallible, device);
 }
 }  // namespace
 
-void Core::Impl::observe(const Graph& g, Executable* exe, bool fallible, Device device) {
+void Core::Impl::observe(const Graph& g, const std::shared_ptr<Executable>& exe, bool fallible,
+                         Device device) {
   Record& r = *cur;
   if (++r.graphs > 1) return;  // reported by end_trace
   r.key = g.key;

@@ -63,9 +63,13 @@ TEST(Lazy, SameProgramSameHashDifferentDataSameHash) {
   mark_step();
   EXPECT_EQ(key_of(program(a, b, 2.0)), key_of(program(a, b, 2.0)));
   EXPECT_EQ(key_of(program(a, b, 2.0)), key_of(program(c, d, 0.5))) << "data and scalars are data";
-  Tensor e = randn({5, 8});
+  // Sizes are symbols (DESIGN I6): a new batch size keys the same; which sizes are equal
+  // (here the batch equals the inner size 8) and which are 1 are structure.
+  Tensor e = randn({5, 8}), f = randn({8, 8}), o = randn({1, 8});
   mark_step();
-  EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(e, b, 2.0))) << "shapes are structure";
+  EXPECT_EQ(key_of(program(a, b, 2.0)), key_of(program(e, b, 2.0))) << "sizes are symbols";
+  EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(f, b, 2.0))) << "equal sizes are structure";
+  EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(o, b, 2.0))) << "size 1 is structure";
   EXPECT_NE(key_of(program(a, b, 2.0)), key_of(program(a, b, 2.0).exp()));
 }
 
@@ -97,14 +101,19 @@ TEST(Lazy, PlanCacheMissNamesWhatChanged) {
   Tensor a = relu(matmul(randn({8, 16}), w));
   mark_step();
   reset_metrics();
+  // A new batch size reuses the plan (sizes are symbolic, DESIGN I6); a new op does not.
   Tensor b = relu(matmul(randn({9, 16}), w));
   mark_step();
-  EXPECT_EQ(metrics().plan_cache_misses, 1);
-  EXPECT_NE(metrics().last_miss_reason.find("shape [9, 16] vs [8, 16]"), std::string::npos)
-      << metrics().last_miss_reason;
-  Tensor c = relu(matmul(randn({9, 16}), w));
+  EXPECT_EQ(metrics().plan_cache_misses, 0);
+  EXPECT_EQ(metrics().plan_instantiations, 1);
+  Tensor c = sigmoid(matmul(randn({9, 16}), w));
   mark_step();
-  EXPECT_EQ(metrics().plan_cache_hits, 1);
+  EXPECT_EQ(metrics().plan_cache_misses, 1);
+  EXPECT_NE(metrics().last_miss_reason.find("op sigmoid vs relu"), std::string::npos)
+      << metrics().last_miss_reason;
+  Tensor d = sigmoid(matmul(randn({9, 16}), w));
+  mark_step();
+  EXPECT_EQ(metrics().plan_cache_hits, 2);
 }
 
 TEST(Lazy, LongLoopsWithoutSyncStayBoundedAndExact) {

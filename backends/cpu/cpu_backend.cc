@@ -139,6 +139,34 @@ class CpuExecutable final : public lazy::Executable {
       : plan_holder_(std::move(plan)), plan_(*plan_holder_) {
     compile();
   }
+  // `plan` is base's plan instantiated for new sizes (same instructions, kernels, slots):
+  // the steps and their programs are base's, resized; only the row groups (which depend on
+  // sizes) are found again.
+  CpuExecutable(const CpuExecutable& base, Plan&& plan)
+      : plan_holder_(std::make_shared<const Plan>(std::move(plan))), plan_(*plan_holder_) {
+    input_slots_ = base.input_slots_;
+    max_input_ = base.max_input_;
+    max_scalar_ = base.max_scalar_;
+    env_.vals.resize(plan_.slots.size());
+    release_ = base.release_;
+    steps_.resize(base.steps_.size());
+    for (size_t k = 0; k < base.steps_.size(); ++k)
+      for (const Step& b : base.steps_[k]) {
+        Step st{b.kind};
+        st.instr = b.instr;
+        st.instrs = b.instrs;
+        st.reads = b.reads;
+        if ((b.kind == StepKind::kElementwise || b.kind == StepKind::kFusedReduce) && b.program) {
+          const Instr* red = b.kind == StepKind::kFusedReduce ? &plan_.instrs[b.instr] : nullptr;
+          const Shape& loop = red                ? plan_.slots[red->in[0]].shape
+                              : b.instrs.empty() ? b.program->loop_shape()
+                                                 : plan_.instrs[b.instrs.back()].shape;
+          st.program = b.program->resized(loop, red);
+        }
+        steps_[k].push_back(std::move(st));
+      }
+    find_row_groups();
+  }
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
                    std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
@@ -544,6 +572,12 @@ class CpuBackend final : public lazy::Backend {
   }
   std::unique_ptr<lazy::Executable> compile_shared(std::shared_ptr<const Plan> plan) override {
     return std::make_unique<CpuExecutable>(std::move(plan));
+  }
+  std::unique_ptr<lazy::Executable> instantiate(const lazy::Executable& base,
+                                                Plan plan) override {
+    if (const auto* b = dynamic_cast<const CpuExecutable*>(&base))
+      return std::make_unique<CpuExecutable>(*b, std::move(plan));
+    return compile(plan);
   }
   void copy_to_host(const void* src, void* dst, size_t bytes) override {
     std::memcpy(dst, src, bytes);

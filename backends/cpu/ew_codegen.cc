@@ -76,4 +76,23 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
                       "#pragma GCC ivdep\n  for (int64_t i = 0; i < n; ++i) {\n", body, "  }\n}\n");
 }
 
+std::string tile_kernel_key(const lazy::EwForm& form) {
+  std::string k;
+  auto put = [&](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(static_cast<int64_t>(form.values.size()));
+  for (DType t : form.values) put(static_cast<int64_t>(t));
+  put(static_cast<int64_t>(form.steps.size()));
+  for (const lazy::EwForm::Step& s : form.steps) {
+    put(static_cast<int64_t>(s.kind));
+    put(s.out);
+    for (int i : s.in) put(i);
+    put(static_cast<int64_t>(s.op));
+    put(static_cast<int64_t>(s.compute));
+  }
+  put(static_cast<int64_t>(form.outputs.size()));
+  for (const lazy::EwForm::Output& o : form.outputs) put(o.value);
+  put(form.reduced);
+  return k;
+}
+
 }  // namespace sloth::cpu::jit

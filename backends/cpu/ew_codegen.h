@@ -19,4 +19,9 @@ namespace sloth::cpu::jit {
 // Empty if a step has no C++ form (then the kernel keeps interpreting).
 std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symbol);
 
+// Everything of `form` that tile_kernel_source reads (not its shape, slots or operands'
+// numbering): forms with equal keys print the same source, so they share one compile
+// (jit::shared_slot) whatever their sizes.
+std::string tile_kernel_key(const lazy::EwForm& form);
+
 }  // namespace sloth::cpu::jit

@@ -338,6 +338,15 @@ void request(std::shared_ptr<Slot> slot, std::function<std::string()> source_fn,
   q.cv.notify_one();
 }
 
+std::shared_ptr<Slot> shared_slot(const std::string& key) {
+  static std::mutex m;
+  static auto* slots = new absl::flat_hash_map<std::string, std::shared_ptr<Slot>>();
+  std::lock_guard<std::mutex> l(m);
+  auto& s = (*slots)[key];
+  if (!s) s = std::make_shared<Slot>();
+  return s;
+}
+
 void wait_idle() {
   Queue& q = queue();
   std::unique_lock<std::mutex> l(q.m);

@@ -41,6 +41,10 @@ struct Slot {
 // costs the caller nothing.
 void request(std::shared_ptr<Slot> slot, std::function<std::string()> source_fn,
              std::string symbol);
+// The slot shared by every kernel whose source is determined by `key` (a program's form,
+// which holds no sizes): programs of one form share one compile, so an executable made for
+// new sizes (lazy/plan_instance.h) runs compiled code from its first run.
+std::shared_ptr<Slot> shared_slot(const std::string& key);
 // Blocks until every queued compile has finished (tests and benchmarks that want the
 // compiled path measured, not the warm-up).
 void wait_idle();

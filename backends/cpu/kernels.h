@@ -72,6 +72,11 @@ class ElementwiseProgram {
   virtual bool row_blockable() const = 0;
   virtual absl::Status begin_rows(Env& env) const = 0;
   virtual void run_rows(int64_t r0, int64_t r1) const = 0;
+  // The same program over a new loop shape (its plan instantiated for new sizes): `reduce` is
+  // the fused reduction's instruction in the new plan (null when none). Everything that does
+  // not depend on sizes (steps, registers, the compiled kernel) is shared or copied.
+  virtual std::unique_ptr<ElementwiseProgram> resized(const Shape& shape,
+                                                      const Instr* reduce) const = 0;
 };
 struct ProgramOptions {
   // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is

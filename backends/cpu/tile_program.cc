@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/tile_program.h"
+
+#include "backends/cpu/ew_codegen.h"
 #include "core/settings.h"
 
 namespace sloth::cpu {
@@ -115,13 +117,33 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
       jit_regs_[v] = num_jit_regs_++;
   }
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
-  if (error_.empty()) jit_ = std::make_shared<jit::Slot>();
+  // One compile per form (its sizes aside): instances of a plan for new sizes share it.
+  if (error_.empty()) jit_ = jit::shared_slot(jit::tile_kernel_key(*form_));
   for (const Out& o : outs_) {
     out_def_.push_back(def_step_[o.val]);
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
     out_bytes_ += n_ * static_cast<int64_t>(out_es_.back());
   }
 }
+
+// ---- dynamic shapes: the program at new sizes ----
+TileProgram::TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce)
+    : form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), sink_(o.sink_),
+      out_def_(o.out_def_),  // def_step_ is only needed while constructing
+      out_es_(o.out_es_), n_(numel(shape)),
+      donors_(o.donors_), vals_(o.vals_), exts_(o.exts_), consts_(o.consts_), outs_(o.outs_),
+      steps_(o.steps_), num_regs_(o.num_regs_), load_steps_(o.load_steps_),
+      interp_regs_(o.interp_regs_), jit_regs_(o.jit_regs_), num_jit_regs_(o.num_jit_regs_),
+      compute_steps_(o.compute_steps_), jit_(o.jit_),
+      runs_(o.runs_.load(std::memory_order_relaxed)), error_(o.error_) {
+  for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
+}
+
+std::unique_ptr<ElementwiseProgram> TileProgram::resized(const Shape& shape,
+                                                         const Instr* reduce) const {
+  return std::unique_ptr<ElementwiseProgram>(new TileProgram(*this, shape, reduce));
+}
+// ---- end of dynamic shapes ----
 
 std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
                                                         const std::vector<int32_t>& instrs,

@@ -53,8 +53,11 @@ class TileProgram final : public ElementwiseProgram {
   bool row_blockable() const override;
   absl::Status begin_rows(Env& env) const override;
   void run_rows(int64_t r0, int64_t r1) const override;
+  std::unique_ptr<ElementwiseProgram> resized(const Shape& shape,
+                                              const Instr* reduce) const override;
 
  private:
+  TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce);  // resized()
   using TileFn = void (*)(void* const*, int64_t);  // a run-time compiled tile kernel (jit.h)
   struct Val {
     DType dtype;

@@ -1,0 +1,318 @@
+// Shape-polymorphic plans (DESIGN I6, issue 15 part 2): a plan is keyed with sizes as
+// symbols, so a new batch size or sequence length instantiates the cached plan instead of
+// planning again. Every test compares values against a run whose plans are all built fresh
+// (the plan cache cleared before each step), so an instance that differs from the plan the
+// graph would get fails here; coincidences (a batch equal to a hidden size), size-1 dims and
+// the last partial batch of an epoch must make extra plans, never wrong hits.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lazy/scheduler.h"
+#include "nn/nn.h"
+#include "sloth/sloth.h"
+
+namespace {
+using namespace sloth;
+
+// Deterministic host data for a batch: x [b, in] and labels in [0, classes).
+Tensor batch_x(int64_t b, int64_t in, int step) {
+  std::vector<float> v(static_cast<size_t>(b * in));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(0.37 * i + 1.3 * step));
+  return from_vector(v, {b, in});
+}
+Tensor batch_y(int64_t b, int64_t classes, int step) {
+  std::vector<int64_t> v(static_cast<size_t>(b));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>((i * 7 + step) % classes);
+  return from_vector(v, {b});
+}
+
+struct MlpRun {
+  std::vector<double> losses;
+  std::vector<float> params;  // every parameter after the last step, flattened
+  Metrics metrics;
+};
+
+// Trains MLP(sizes) with SGD (momentum when asked) on one batch per entry of `batches`.
+// fresh: clear the plan cache before every step, so every plan is built from scratch.
+MlpRun train_mlp(const std::vector<int64_t>& sizes, const std::vector<int64_t>& batches,
+                 bool fresh, double momentum = 0) {
+  manual_seed(7);
+  auto model = std::make_shared<nn::MLP>(sizes);
+  optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.05, .momentum = momentum});
+  mark_step();
+  lazy::clear_plan_cache();
+  reset_metrics();
+  MlpRun r;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (fresh) lazy::clear_plan_cache();
+    Tensor x = batch_x(batches[i], sizes.front(), static_cast<int>(i));
+    Tensor y = batch_y(batches[i], sizes.back(), static_cast<int>(i));
+    opt.zero_grad();
+    Tensor loss = cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    mark_step();
+    r.losses.push_back(loss.item());
+  }
+  r.metrics = metrics();
+  for (const Tensor& p : model->parameters()) {
+    std::vector<float> v = p.to_vector<float>();
+    r.params.insert(r.params.end(), v.begin(), v.end());
+  }
+  return r;
+}
+
+void expect_same_values(const MlpRun& a, const MlpRun& b) {
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-6 * (1 + std::abs(b.losses[i]))) << "step " << i;
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i)
+    ASSERT_NEAR(a.params[i], b.params[i], 1e-6f * (1 + std::abs(b.params[i]))) << "parameter element " << i;
+}
+
+TEST(DynamicShapes, MlpOnHundredBatchSizesPlansOnce) {
+  const std::vector<int64_t> sizes = {20, 32, 10};
+  std::vector<int64_t> batches;
+  for (int64_t b = 33; b < 133; ++b) batches.push_back(b);  // none equals 20, 32 or 10
+  const MlpRun dyn = train_mlp(sizes, batches, false, /*momentum=*/0.9);
+  // The first step (no momentum buffers yet) and the steady step: two structures.
+  EXPECT_LE(dyn.metrics.plan_cache_misses, 2) << dyn.metrics.last_miss_reason;
+  EXPECT_GE(dyn.metrics.plan_instantiations, 97);
+  const MlpRun ref = train_mlp(sizes, batches, true, /*momentum=*/0.9);
+  EXPECT_EQ(ref.metrics.plan_cache_misses, 100);
+  expect_same_values(dyn, ref);
+}
+
+// More sizes than a plan keeps executables for (128): evicted instances are made again, with
+// the same values.
+TEST(DynamicShapes, MlpCyclingSizesPastTheInstanceCache) {
+  const std::vector<int64_t> sizes = {30, 24, 10};
+  std::vector<int64_t> batches;
+  for (int rep = 0; rep < 2; ++rep)
+    for (int64_t b = 31; b < 171; ++b) batches.push_back(b);
+  const MlpRun dyn = train_mlp(sizes, batches, false, /*momentum=*/0.9);
+  EXPECT_LE(dyn.metrics.plan_cache_misses, 2) << dyn.metrics.last_miss_reason;
+  EXPECT_GE(dyn.metrics.plan_instantiations, 270);  // 140 sizes, twice (128 kept: all evicted)
+  expect_same_values(dyn, train_mlp(sizes, batches, true, /*momentum=*/0.9));
+}
+
+// A batch equal to a hidden size (or the input size, or the class count) is a coincidence.
+// The general plan (made where all sizes differ) serves it, mapped: equal sizes stay valid in
+// a plan that treats them as distinct. A plan made at the coincidence must not serve the
+// general case: that is a new plan, never a wrong hit.
+TEST(DynamicShapes, BatchEqualToAHiddenSizeUsesTheGeneralPlan) {
+  const std::vector<int64_t> sizes = {12, 16, 5};
+  const std::vector<int64_t> batches = {8, 16, 24, 16, 8, 5, 12, 9};
+  const MlpRun dyn = train_mlp(sizes, batches, false);
+  EXPECT_EQ(dyn.metrics.plan_cache_misses, 1) << dyn.metrics.last_miss_reason;
+  // 16, 24, 5, 12, 9: each new sizes once; 16 and 8 again reuse their executables.
+  EXPECT_EQ(dyn.metrics.plan_instantiations, 5);
+  expect_same_values(dyn, train_mlp(sizes, batches, true));
+
+  // Made at the coincidence first, then the general case: a miss, not a wrong hit. Later
+  // coincidences take the general plan (the most general plan of a structure is tried first).
+  const std::vector<int64_t> reversed = {16, 8, 16, 8, 12};
+  const MlpRun rev = train_mlp(sizes, reversed, false);
+  EXPECT_EQ(rev.metrics.plan_cache_misses, 2) << rev.metrics.last_miss_reason;
+  EXPECT_NE(rev.metrics.last_miss_reason.find("coincided"), std::string::npos)
+      << rev.metrics.last_miss_reason;
+  EXPECT_EQ(rev.metrics.plan_instantiations, 1);
+  expect_same_values(rev, train_mlp(sizes, reversed, true));
+}
+
+TEST(DynamicShapes, MissReasonNamesTheCoincidence) {
+  Tensor w = randn({16, 4});
+  mark_step();
+  lazy::clear_plan_cache();
+  Tensor a = relu(matmul(randn({16, 16}), w));  // batch 16 == in-features 16
+  mark_step();
+  reset_metrics();
+  Tensor b = relu(matmul(randn({8, 16}), w));
+  mark_step();
+  EXPECT_EQ(metrics().plan_cache_misses, 1);
+  const std::string& r = metrics().last_miss_reason;
+  EXPECT_NE(r.find("a size forced a new plan"), std::string::npos) << r;
+  EXPECT_NE(r.find("is 8 here (16 in the cached plan)"), std::string::npos) << r;
+  EXPECT_NE(r.find("coincided"), std::string::npos) << r;
+  Tensor c = relu(matmul(randn({16, 16}), w));  // the coincidence again: its own plan, cached
+  mark_step();
+  EXPECT_EQ(metrics().plan_cache_misses, 1);
+}
+
+// A size-1 dim broadcasts (fusion differs), so a batch of one gets its own plan.
+TEST(DynamicShapes, BatchOfOneGetsItsOwnPlan) {
+  const std::vector<int64_t> sizes = {6, 7, 3};
+  const std::vector<int64_t> batches = {4, 1, 5, 1};
+  const MlpRun dyn = train_mlp(sizes, batches, false);
+  EXPECT_EQ(dyn.metrics.plan_cache_misses, 2) << dyn.metrics.last_miss_reason;
+  EXPECT_EQ(dyn.metrics.plan_instantiations, 1);
+  expect_same_values(dyn, train_mlp(sizes, batches, true));
+}
+
+// An epoch's last partial batch instantiates once; the next epoch reuses both instances.
+TEST(DynamicShapes, LastPartialBatchOfAnEpoch) {
+  std::vector<float> xs(100 * 9);
+  std::vector<int64_t> ys(100);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(std::cos(0.11 * i));
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int64_t>(i % 5);
+  data::TensorDataset ds(xs, {9}, ys);
+  auto run = [&](bool fresh) {
+    manual_seed(3);
+    auto model = std::make_shared<nn::MLP>(std::vector<int64_t>{9, 11, 5});
+    optim::SGD opt(model->parameters(), 0.1);
+    mark_step();
+    lazy::clear_plan_cache();
+    reset_metrics();
+    data::DataLoader loader(ds, 32);  // 32, 32, 32, 4 (no size of the model is 4)
+    std::vector<double> losses;
+    for (int epoch = 0; epoch < 2; ++epoch)
+      for (auto& b : loader) {
+        if (fresh) lazy::clear_plan_cache();
+        opt.zero_grad();
+        Tensor loss = cross_entropy(model->forward(b.x), b.y);
+        loss.backward();
+        opt.step();
+        mark_step();
+        losses.push_back(loss.item());
+      }
+    return std::make_pair(losses, metrics());
+  };
+  const auto [dyn, m] = run(false);
+  EXPECT_EQ(m.plan_cache_misses, 1) << m.last_miss_reason;
+  EXPECT_EQ(m.plan_instantiations, 1);
+  EXPECT_EQ(m.plan_cache_hits, 7);
+  const auto [ref, mref] = run(true);
+  ASSERT_EQ(dyn.size(), 8u);
+  for (size_t i = 0; i < dyn.size(); ++i) EXPECT_NEAR(dyn[i], ref[i], 1e-6) << "step " << i;
+}
+
+// Alternating sizes: each instance is compiled once, then reused.
+TEST(DynamicShapes, AlternatingSizesInstantiateOnce) {
+  const MlpRun r = train_mlp({5, 8, 3}, {40, 50, 40, 50, 40, 50}, false);
+  EXPECT_EQ(r.metrics.plan_cache_misses, 1);
+  EXPECT_EQ(r.metrics.plan_instantiations, 1);
+  EXPECT_EQ(r.metrics.plan_cache_hits, 5);
+}
+
+// Slices up to a sequence length and reshapes through products of sizes ([B, S, D] ->
+// [B*S, D]) are symbolic too: one plan for every length, exact values.
+TEST(DynamicShapes, SliceAndReshapeFollowTheSequenceLength) {
+  const int64_t B = 3, D = 4, kMax = 40;
+  Tensor pe = randn({kMax, D});
+  Tensor w = randn({D, 6});
+  mark_step();
+  const std::vector<float> pev = pe.to_vector<float>(), wv = w.to_vector<float>();
+  lazy::clear_plan_cache();
+  reset_metrics();
+  for (int64_t S : {10, 17, 25, 33, 17}) {
+    std::vector<float> xv(static_cast<size_t>(B * S * D));
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::sin(0.3 * i + S));
+    Tensor x = from_vector(xv, {B, S, D});
+    Tensor h = (x + pe.slice(0, 0, S)).reshape({B * S, D});
+    Tensor y = matmul(h, w).reshape({B, S, 6}).sum(1);
+    const std::vector<float> got = y.to_vector<float>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(B * 6));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < 6; ++j) {
+        double want = 0;
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t d = 0; d < D; ++d)
+            want += (double(xv[(b * S + s) * D + d]) + pev[s * D + d]) * wv[d * 6 + j];
+        EXPECT_NEAR(got[b * 6 + j], want, 1e-4 * (1 + std::abs(want))) << "S=" << S;
+      }
+  }
+  EXPECT_EQ(metrics().plan_cache_misses, 1) << metrics().last_miss_reason;
+  EXPECT_EQ(metrics().plan_instantiations, 3);
+}
+
+// Large rows: the CPU backend runs softmax's steps row block by row block (row groups, which
+// depend on sizes) and fuses prologues into reductions; instances made from another size's
+// executable must compute the same values.
+TEST(DynamicShapes, RowGroupsAndFusedReductionsAtNewSizes) {
+  const int64_t C = 1024;
+  lazy::clear_plan_cache();
+  reset_metrics();
+  for (int64_t B : {70, 130, 96, 130}) {
+    std::vector<float> xv(static_cast<size_t>(B * C));
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::sin(0.013 * i + B));
+    Tensor x = from_vector(xv, {B, C});
+    Tensor sm = softmax(x * 3.0, 1);
+    Tensor ss = ((x - x.mean({1}, true)) * (x - x.mean({1}, true))).sum({1});
+    sync({sm, ss});
+    const std::vector<float> smv = sm.to_vector<float>(), ssv = ss.to_vector<float>();
+    for (int64_t r = 0; r < B; r += 7) {
+      double mx = -1e30, z = 0, mean = 0, sq = 0;
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, 3.0 * xv[r * C + c]), mean += xv[r * C + c];
+      mean /= C;
+      for (int64_t c = 0; c < C; ++c) {
+        z += std::exp(3.0 * xv[r * C + c] - mx);
+        sq += (xv[r * C + c] - mean) * (xv[r * C + c] - mean);
+      }
+      for (int64_t c = 0; c < C; c += 97)
+        ASSERT_NEAR(smv[r * C + c], std::exp(3.0 * xv[r * C + c] - mx) / z, 1e-6) << "B=" << B;
+      ASSERT_NEAR(ssv[r], sq, 1e-3 * (1 + sq)) << "B=" << B;
+    }
+  }
+  EXPECT_EQ(metrics().plan_cache_misses, 1) << metrics().last_miss_reason;
+  EXPECT_EQ(metrics().plan_instantiations, 2);
+}
+
+// Shape errors are still found when the op is recorded, with a cached symbolic plan around.
+TEST(DynamicShapes, ShapeErrorsStillAtRecordTime) {
+  Tensor w = randn({12, 16});
+  Tensor ok = matmul(randn({8, 12}), w);
+  mark_step();
+  Tensor x = randn({9, 13});
+  EXPECT_THROW(matmul(x, w), Error);
+  Tensor again = matmul(randn({9, 12}), w);  // nothing was lost
+  EXPECT_EQ(again.shape(), (Shape{9, 16}));
+}
+
+// A transformer encoder layer on sequence lengths 8..64: few plans, values of fresh plans.
+TEST(DynamicShapes, TransformerOnVaryingSequenceLengths) {
+  const std::vector<int64_t> lens = {8, 13, 21, 34, 55, 64, 9, 40};
+  int64_t after_two = 0;
+  auto run = [&](bool fresh) {
+    manual_seed(21);
+    auto block = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, /*dropout=*/0.0, "gelu",
+                                                               1e-5, /*batch_first=*/true,
+                                                               /*norm_first=*/true);
+    optim::AdamW opt(block->parameters(), optim::AdamWOptions{.lr = 1e-3});
+    mark_step();
+    lazy::clear_plan_cache();
+    reset_metrics();
+    std::vector<double> losses;
+    for (size_t i = 0; i < lens.size(); ++i) {
+      if (fresh) lazy::clear_plan_cache();
+      const int64_t S = lens[i];
+      std::vector<float> xv(static_cast<size_t>(2 * S * 16)), tv(xv.size());
+      for (size_t k = 0; k < xv.size(); ++k) {
+        xv[k] = static_cast<float>(std::sin(0.21 * k + i));
+        tv[k] = static_cast<float>(std::cos(0.13 * k));
+      }
+      opt.zero_grad();
+      Tensor loss = mse_loss(block->forward(from_vector(xv, {2, S, 16}), {}, {}, /*is_causal=*/true),
+                             from_vector(tv, {2, S, 16}));
+      loss.backward();
+      opt.step();
+      mark_step();
+      losses.push_back(loss.item());
+      if (i == 1) after_two = metrics().plan_cache_misses;
+    }
+    return std::make_pair(losses, metrics());
+  };
+  // Plans: AdamW's state (made on its first step), the first step, the steady step; none for
+  // any later length.
+  const auto [dyn, m] = run(false);
+  EXPECT_LE(m.plan_cache_misses, 3) << m.last_miss_reason;
+  EXPECT_EQ(m.plan_cache_misses, after_two) << m.last_miss_reason;
+  EXPECT_EQ(m.plan_instantiations, static_cast<int64_t>(lens.size()) - 2);
+  const auto [ref, mref] = run(true);
+  for (size_t i = 0; i < dyn.size(); ++i)
+    EXPECT_NEAR(dyn[i], ref[i], 1e-6 * (1 + std::abs(ref[i]))) << "step " << i;
+}
+
+}  // namespace
