@@ -121,6 +121,30 @@ TEST(Dist, AllReducesInOneStepAndThroughAView) {
   }
 }
 
+// The CPU backend finishes a collective when a later step first reads its result (views of
+// it wait at their readers): values read after unrelated steps, through views, and the same
+// graph again (the second run takes the cached views) are the reduced ones.
+TEST(Dist, AResultReadLaterAndThroughViewsIsTheReducedOne) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (int run = 0; run < 2; ++run) {
+    Tensor a = rank_tensor({6}, kFloat32, r);
+    Tensor unused = rank_tensor({5}, kFloat64, r);
+    Tensor other = tensor(std::vector<double>{1, 2, 3}, {3}, kFloat32);
+    dist::all_reduce(a, ReduceOp::kAvg);
+    dist::all_reduce(unused, ReduceOp::kSum);  // kept, never read in the graph
+    Tensor c = other * 2 + 1;                 // steps between the post and the first read
+    Tensor v = a.narrow(0, 2, 3).reshape({3, 1}).reshape({3});
+    Tensor d = v * c;
+    mark_step();
+    auto vd = values(d), va = values(a), vu = values(unused);
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_NEAR(vd[i], reduce_expected(ReduceOp::kAvg, i + 2, 6, p) * (2 * (i + 1) + 1), 1e-5)
+          << "run " << run << " element " << i;
+    for (int64_t i = 0; i < 6; ++i) EXPECT_NEAR(va[i], reduce_expected(ReduceOp::kAvg, i, 6, p), 1e-6);
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(vu[i], reduce_expected(ReduceOp::kSum, i, 5, p));
+  }
+}
+
 TEST(Dist, BroadcastValues) {
   const int p = dist::world_size(), r = dist::rank();
   for (int root : {0, p - 1})
