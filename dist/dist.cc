@@ -188,6 +188,13 @@ void all_reduce(Tensor& t, ReduceOp op) {
   t.copy_(r);
 }
 
+Tensor all_reduced(const Tensor& t, ReduceOp op) {
+  need_defined("all_reduced", t);
+  const CollectiveAttrs a = attrs_for("all_reduced", op);
+  NoGradGuard no_grad;
+  return call_op(OpId::kAllReduce, {t}, a);
+}
+
 void broadcast(Tensor& t, int root) {
   need_defined("broadcast", t);
   const CollectiveAttrs a = attrs_for("broadcast", ReduceOp::kSum, root);

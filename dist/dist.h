@@ -53,6 +53,12 @@ void all_reduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
 void broadcast(Tensor& t, int root = 0);
 // Every rank's t, in rank order (each a view of one gathered tensor, [world * n, ...]).
 std::vector<Tensor> all_gather(const Tensor& t);
+// The reduction of t over all ranks as a new tensor; t is unchanged (as PyTorch's functional
+// collectives, torch.distributed._functional_collectives.all_reduce). Cheaper than the
+// in-place form when the result feeds other ops: no copy back into t, so the collective can
+// stay in flight until its first reader (nn::DistributedDataParallel uses it). No autograd
+// history.
+Tensor all_reduced(const Tensor& t, ReduceOp op = ReduceOp::kSum);
 // t's dim 0 is split into world_size() equal blocks; rank r gets block r reduced over ranks.
 Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::kSum);
 

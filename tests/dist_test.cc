@@ -145,6 +145,24 @@ TEST(Dist, AResultReadLaterAndThroughViewsIsTheReducedOne) {
   }
 }
 
+TEST(Dist, AllReducedReturnsTheReductionAndKeepsItsInput) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor a = rank_tensor({2, 3}, kFloat64, r);
+  Tensor s = dist::all_reduced(a, ReduceOp::kAvg);
+  Tensor m = dist::all_reduced(a.t(), ReduceOp::kMin);  // a strided input
+  mark_step();
+  auto vs = values(s), vm = values(m), va = values(a);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(vs[i], reduce_expected(ReduceOp::kAvg, i, 6, p), 1e-12);
+    EXPECT_EQ(va[i], input_value(i, 6, r));
+  }
+  for (int64_t j = 0; j < 3; ++j)
+    for (int64_t i = 0; i < 2; ++i)
+      EXPECT_EQ(vm[j * 2 + i], reduce_expected(ReduceOp::kMin, i * 3 + j, 6, p));
+  EXPECT_EQ(s.shape(), (Shape{2, 3}));
+  EXPECT_EQ(m.shape(), (Shape{3, 2}));
+}
+
 TEST(Dist, BroadcastValues) {
   const int p = dist::world_size(), r = dist::rank();
   for (int root : {0, p - 1})

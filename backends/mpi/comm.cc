@@ -49,6 +49,16 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Between two polls: poll at full speed for 100 us (the peer is usually running, and Open
+// MPI's non-blocking collectives advance only inside MPI calls), then give the core away
+// (ranks often share cores and the one we wait for may need it): yields, then short sleeps,
+// then longer ones, so a stuck job does not burn a core.
+void nap(double waited) {
+  if (waited < 1e-4) return;  // the peer is usually running: keep polling
+  if (waited < 2e-3) sched_yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(waited < 1 ? 10 : waited < 5 ? 100 : 1000));
+}
+
 }  // namespace
 
 int mpi_rank() {
@@ -132,8 +142,8 @@ bool Collective::test() {
 }
 
 void Collective::wait() {
-  // Spin briefly (small collectives finish in microseconds), then yield the core, then sleep
-  // in short naps: ranks often share cores, and a spinning rank slows the one it waits for.
+  // Spin briefly (small collectives finish in microseconds), then poll between yields of
+  // the core, then sleep in naps (see nap()).
   const double limit = settings().dist_timeout_s;
   for (int64_t spins = 0;; ++spins) {
     if (test()) break;
@@ -141,8 +151,7 @@ void Collective::wait() {
     const double waited = now_s() - start_time_;
     if (waited > limit)
       fail(absl::StrFormat("did not complete within %.0f s (SLOTH_DIST_TIMEOUT)", limit));
-    if (waited < 0.002) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(waited < 0.1 ? 20 : 200));
+    nap(waited);
   }
   finished_ = true;
 }
@@ -156,8 +165,7 @@ absl::Status Collective::check_matching() {
     if (waited > limit)
       fail(absl::StrFormat("the arrival check did not complete within %.0f s (SLOTH_DIST_TIMEOUT)",
                            limit));
-    if (waited < 0.002) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(waited < 0.1 ? 20 : 200));
+    nap(waited);
   }
   for (int r = 1; r < world_; ++r) {
     Record a = theirs_[0], b = theirs_[r];
