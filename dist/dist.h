@@ -21,6 +21,13 @@
 //
 // Errors throw sloth::Error naming the call and the fix; a collective that fails in MPI
 // throws at the sync that runs it.
+//
+// Faults end the whole job instead of hanging it (docs/distributed.md, Faults): a collective
+// or barrier that waits longer than SLOTH_DIST_TIMEOUT seconds (default 300) calls MPI_Abort
+// after printing which ranks never reached it; after init(), an uncaught exception
+// (std::terminate) or an exit without finalize() on any rank aborts the job at once, naming
+// that rank. SLOTH_DIST_CHECK=1 compares every collective across the ranks first (sequence
+// number, op, dtype, shape): a mismatch throws on every rank alike.
 #pragma once
 
 #include <vector>
