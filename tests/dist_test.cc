@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backends/mpi/comm.h"
 #include "dist/dist.h"
 #include "gtest/gtest.h"
 #include "sloth/sloth.h"
@@ -245,6 +246,45 @@ TEST(Dist, MismatchedShapesAreReported) {
   dist::all_reduce(u);
   auto v = values(u);
   for (int64_t k = 0; k < 2; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 2, p), 1e-12);
+}
+
+// A different op (not only a different shape) at the same place is reported too, and so is a
+// barrier against a collective.
+TEST(Dist, MismatchedOpsAreReported) {
+  const int p = dist::world_size(), r = dist::rank();
+  if (p == 1) GTEST_SKIP() << "needs 2 or more ranks";
+  Tensor t = rank_tensor({3}, kFloat32, r);
+  if (r == 1) dist::broadcast(t, 0);
+  else dist::all_reduce(t);
+  EXPECT_ERROR_HAS(mark_step(), "mismatched collectives: rank 0 issued collective");
+  if (r == 1) {
+    EXPECT_ERROR_HAS(dist::barrier(), "mismatched collectives");
+  } else {
+    Tensor u = rank_tensor({2}, kFloat32, r);
+    dist::all_reduce(u);
+    EXPECT_ERROR_HAS(mark_step(), "issued collective #");
+  }
+  dist::barrier();  // in step again
+}
+
+// Two all-reduces of equal values are two collectives (CSE leaves collectives alone), so the
+// ranks' counts agree whatever values coincide on one rank.
+TEST(Dist, EqualCollectivesAreNotMerged) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor x = rank_tensor({4}, kFloat64, r);
+  Tensor a = x * 2, b = x * 2;
+  mark_step();
+  const int64_t before = comm::collectives_issued();
+  Tensor ra = dist::all_reduced(a), rb = dist::all_reduced(a);  // the same op on one input
+  a.copy_(ra);
+  b.copy_(rb);
+  mark_step();
+  if (p > 1) EXPECT_EQ(comm::collectives_issued() - before, 2);
+  auto va = values(a), vb = values(b);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(va[i], 2 * reduce_expected(ReduceOp::kSum, i, 4, p));
+    EXPECT_EQ(vb[i], va[i]);
+  }
 }
 
 // The in-place collectives act on values (as c10d): no autograd history.
