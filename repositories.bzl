@@ -33,6 +33,7 @@ def _local_cuda_impl(rctx):
             'cc_library(name = "cublas")',
             'cc_library(name = "nvrtc")',
             'cc_library(name = "cuda_driver")',
+            'cc_library(name = "nccl")',
         ]) + "\n")
     rctx.file("WORKSPACE", "")
 

@@ -53,6 +53,10 @@ Settings from_env() {
   s.jit_dir = env_str("SLOTH_JIT_DIR");
   s.cuda_cache_dir = env_str("SLOTH_CUDA_CACHE_DIR");
   s.cuda_arch = env_str("SLOTH_CUDA_ARCH");
+  if (const char* v = env("SLOTH_DIST_MPI")) s.dist_mpi = std::strcmp(v, "1") == 0;
+  if (const char* v = env("SLOTH_DIST_CHECK")) s.dist_check = v[0] == '1';
+  if (const char* v = env("SLOTH_DIST_TIMEOUT"); v && std::atof(v) > 0)
+    s.dist_timeout_s = std::atof(v);
   return s;
 }
 

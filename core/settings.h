@@ -73,6 +73,17 @@ struct Settings {
   // SLOTH_CUDA_ARCH: the NVRTC target, e.g. sm_90 (empty: the device's own).
   std::string cuda_arch;
 
+  // Distributed (sloth::dist, dist/dist.h; the collectives' kernels):
+  // SLOTH_DIST_MPI=1: dist::init() calls MPI_Init even when no MPI launcher started the
+  // process (Open MPI's singleton mode); otherwise such a process is a 1-process world.
+  bool dist_mpi = false;
+  // SLOTH_DIST_CHECK=1: before each collective the ranks compare what they issue (sequence
+  // number, op, dtype, shape) and mismatches fail on every rank with an error naming them.
+  bool dist_check = false;
+  // SLOTH_DIST_TIMEOUT=seconds (> 0): how long a rank waits in one collective (or barrier)
+  // before it ends the whole job with an error naming the ranks that did not arrive.
+  double dist_timeout_s = 300;
+
   // Whether SLOTH_LOG asks for `topic`.
   bool log_on(std::string_view topic) const;
 };

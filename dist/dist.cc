@@ -6,9 +6,12 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <exception>
 #include <string>
 
+#include "backends/mpi/comm.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "core/op_attrs.h"
 #include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
@@ -32,8 +35,42 @@ World& world() {
 bool launched_by_mpirun() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
     if (std::getenv(v) != nullptr) return true;
-  const char* force = std::getenv("SLOTH_DIST_MPI");
-  return force != nullptr && std::string(force) == "1";
+  return settings().dist_mpi;
+}
+
+// A rank that ends abnormally ends the job at once, naming itself, so the other ranks do not
+// wait in their next collective until the timeout.
+std::terminate_handler previous_terminate = nullptr;
+[[noreturn]] void terminate_job() {
+  std::string what = "an uncaught exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = std::string("an uncaught exception: ") + ex.what();
+    } catch (...) {
+      what = "an uncaught exception (not a std::exception)";
+    }
+  } else {
+    what = "std::terminate (no exception)";
+  }
+  if (world().uses_mpi) {
+    int down = 0;
+    MPI_Finalized(&down);
+    if (!down) comm::abort_job("stopped by " + what + "; ending the job");
+  }
+  if (previous_terminate) previous_terminate();
+  std::abort();
+}
+// exit() (or a return from main) without finalize(): the others would wait for this rank.
+void exit_without_finalize() {
+  const World& w = world();
+  if (!w.initialized || !w.uses_mpi || !w.owns_mpi) return;
+  int down = 0;
+  MPI_Finalized(&down);
+  if (!down)
+    comm::abort_job("exited without sloth::dist::finalize() (exit() or a return from main before "
+                    "finalize); ending the job so the other ranks do not wait for it");
 }
 
 std::string mpi_message(int code) {
@@ -109,6 +146,12 @@ void init() {
   check_mpi("sloth::dist::init: MPI_Comm_size", MPI_Comm_size(MPI_COMM_WORLD, &w.size));
   w.uses_mpi = true;
   w.initialized = true;
+  static bool hooks_installed = false;
+  if (!hooks_installed) {
+    hooks_installed = true;
+    previous_terminate = std::set_terminate(terminate_job);
+    std::atexit(exit_without_finalize);
+  }
 }
 
 void finalize() {
@@ -129,7 +172,12 @@ int world_size() { return need_init("world_size").size; }
 
 void barrier() {
   const World& w = need_init("barrier");
-  if (w.uses_mpi) check_mpi("sloth::dist::barrier: MPI_Barrier", MPI_Barrier(MPI_COMM_WORLD));
+  if (!w.uses_mpi || w.size == 1) return;
+  comm::Collective c(comm::Collective::kBarrierOp, 0, 0, DType::kBool, {});
+  if (absl::Status st = c.check_matching(); !st.ok())
+    throw Error("sloth::dist::barrier: " + std::string(st.message()));
+  c.posted("MPI_Ibarrier", MPI_Ibarrier(MPI_COMM_WORLD, c.request()));
+  c.wait();
 }
 
 void all_reduce(Tensor& t, ReduceOp op) {
@@ -138,6 +186,13 @@ void all_reduce(Tensor& t, ReduceOp op) {
   NoGradGuard no_grad;  // as c10d: a collective acts on values, not on autograd history
   Tensor r = call_op(OpId::kAllReduce, {t}, a);  // checks before anything is recorded
   t.copy_(r);
+}
+
+Tensor all_reduced(const Tensor& t, ReduceOp op) {
+  need_defined("all_reduced", t);
+  const CollectiveAttrs a = attrs_for("all_reduced", op);
+  NoGradGuard no_grad;
+  return call_op(OpId::kAllReduce, {t}, a);
 }
 
 void broadcast(Tensor& t, int root) {

@@ -21,6 +21,13 @@
 //
 // Errors throw sloth::Error naming the call and the fix; a collective that fails in MPI
 // throws at the sync that runs it.
+//
+// Faults end the whole job instead of hanging it (docs/distributed.md, Faults): a collective
+// or barrier that waits longer than SLOTH_DIST_TIMEOUT seconds (default 300) calls MPI_Abort
+// after printing which ranks never reached it; after init(), an uncaught exception
+// (std::terminate) or an exit without finalize() on any rank aborts the job at once, naming
+// that rank. SLOTH_DIST_CHECK=1 compares every collective across the ranks first (sequence
+// number, op, dtype, shape): a mismatch throws on every rank alike.
 #pragma once
 
 #include <vector>
@@ -53,6 +60,12 @@ void all_reduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
 void broadcast(Tensor& t, int root = 0);
 // Every rank's t, in rank order (each a view of one gathered tensor, [world * n, ...]).
 std::vector<Tensor> all_gather(const Tensor& t);
+// The reduction of t over all ranks as a new tensor; t is unchanged (as PyTorch's functional
+// collectives, torch.distributed._functional_collectives.all_reduce). Cheaper than the
+// in-place form when the result feeds other ops: no copy back into t, so the collective can
+// stay in flight until its first reader (nn::DistributedDataParallel uses it). No autograd
+// history.
+Tensor all_reduced(const Tensor& t, ReduceOp op = ReduceOp::kSum);
 // t's dim 0 is split into world_size() equal blocks; rank r gets block r reduced over ranks.
 Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::kSum);
 

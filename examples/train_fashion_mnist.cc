@@ -58,6 +58,9 @@ ABSL_FLAG(std::string, checkpoint, "fashion_mnist.safetensors",
 ABSL_FLAG(bool, ddp, false,
           "data-parallel over the ranks of mpirun (nn::DistributedDataParallel): each rank "
           "trains on its 1/world share of every --batch_size batch; rank 0 prints and saves");
+ABSL_FLAG(double, bucket_mb, 25,
+          "--ddp: gradient bucket size in MB (smaller buckets start all-reducing earlier in "
+          "backward)");
 ABSL_FLAG(bool, resume, false, "resume from --checkpoint (model, optimizer, epoch)");
 ABSL_FLAG(int, log_every, 50, "read the loss (a sync) every N steps");
 ABSL_FLAG(bool, jit, true,
@@ -164,7 +167,8 @@ int main(int argc, char** argv) {
     model->to(device);
     // DDP broadcasts rank 0's parameters and averages the gradients in backward.
     std::shared_ptr<nn::Module> train_model =
-        ddp ? std::make_shared<nn::DistributedDataParallel>(model) : model;
+        ddp ? std::make_shared<nn::DistributedDataParallel>(model, absl::GetFlag(FLAGS_bucket_mb))
+            : model;
     if (ddp) printf("data-parallel over %d ranks: %d samples per rank per step\n", world,
                     batch_size / world);
     optim::AdamW opt(model->parameters(), {.lr = lr,

@@ -55,7 +55,12 @@ int eliminate_common_subexpressions(Plan& p) {
     for (int32_t& s : in.in) s = alias[s];
     const OpCategory cat = op_info(in.op).category;
     // Factories are left alone: each one is its own fresh buffer (random ones draw numbers).
-    if (cat != OpCategory::Factory && cat != OpCategory::Leaf) {
+    // ---- distributed ----
+    // Collectives too: each is a message exchange every rank must issue, so how many run
+    // must not depend on which values happen to coincide on one rank.
+    const bool collective = in.op == OpId::kAllReduce || in.op == OpId::kBroadcast ||
+                            in.op == OpId::kAllGather || in.op == OpId::kReduceScatter;
+    if (cat != OpCategory::Factory && cat != OpCategory::Leaf && !collective) {
       const auto [a, b] = first_two(in);
       auto [it, fresh] = seen.try_emplace(instr_hash(in, a, b), static_cast<int32_t>(w));
       if (!fresh && same(p.instrs[it->second], in)) {

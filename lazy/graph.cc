@@ -17,7 +17,10 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-Graph build_graph(absl::Span<const NodePtr> roots) {
+namespace {
+
+// `first`: nodes whose operand cones are emitted before everything else (they are not roots).
+Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> first) {
   Graph g;
   const uint64_t mark = epoch.fetch_add(1, std::memory_order_relaxed) << 2;
   // mark: visited; mark|1: done; mark|3: done and an output. Slots: inputs/scalars/values
@@ -26,8 +29,9 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
   std::vector<std::pair<Node*, size_t>> stack;
-  for (const auto& r : roots) {
-    Node* root = r.get();
+  std::vector<Node*> starts(first.begin(), first.end());
+  for (const auto& r : roots) starts.push_back(r.get());
+  for (Node* root : starts) {
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 1)) continue;
     stack.push_back({root, 0});
     root->mark = mark;
@@ -116,6 +120,52 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   g.sizes = sizes.take_values();
   g.size_ids = sizes.take_ids();
   return g;
+}
+
+// ---- distributed ----
+bool is_collective(OpId op) {
+  return op == OpId::kAllReduce || op == OpId::kBroadcast || op == OpId::kAllGather ||
+         op == OpId::kReduceScatter;
+}
+
+}  // namespace
+
+// A graph with collectives is ordered again with each collective's operand cone first (in the
+// order the collectives were found), then the rest: a collective starts as early as its
+// operands allow (DDP: a bucket's all-reduce right after its gradients, before the earlier
+// layers' backward), and the backend finishes it at its first reader, so the data moves while
+// the rest computes. Every rank builds the same order, so the collectives start in the same
+// order everywhere. Values do not depend on the order (random ops draw from (seed, offset)).
+Graph build_graph(absl::Span<const NodePtr> roots) {
+  Graph g = build_graph_from(roots, {});
+  std::vector<Node*> collectives;
+  for (Node* n : g.order)
+    if (is_collective(n->op)) collectives.push_back(n);
+  if (collectives.empty()) return g;
+  // Smallest cone first: the graph does not keep the recording order, and DDP's buckets
+  // (last layers first) have growing cones, so this starts them in backward's order.
+  std::vector<size_t> cone(collectives.size(), 0);
+  std::vector<int32_t> seen(g.order.size(), -1);
+  std::vector<Node*> todo;
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    todo.assign(1, collectives[c]);
+    while (!todo.empty()) {
+      Node* n = todo.back();
+      todo.pop_back();
+      if (n->materialized() || n->op == OpId::kScalar || seen[n->slot] == static_cast<int32_t>(c))
+        continue;
+      seen[n->slot] = static_cast<int32_t>(c);
+      ++cone[c];
+      for (const auto& in : n->inputs) todo.push_back(in.get());
+    }
+  }
+  std::vector<size_t> by_cone(collectives.size());
+  for (size_t c = 0; c < by_cone.size(); ++c) by_cone[c] = c;
+  std::stable_sort(by_cone.begin(), by_cone.end(),
+                   [&](size_t a, size_t b) { return cone[a] < cone[b]; });
+  std::vector<Node*> first;
+  for (size_t c : by_cone) first.push_back(collectives[c]);
+  return build_graph_from(roots, first);
 }
 
 }  // namespace sloth::lazy

@@ -95,8 +95,15 @@ std::string sizes_str(const std::vector<int64_t>& v) {
 // ---- end of the plan cache's types ----
 
 bool plan_is_fallible(const Plan& p) {
-  for (const Instr& in : p.instrs)
+  for (const Instr& in : p.instrs) {
     if (op_info(in.op).category == OpCategory::Index) return true;
+    // ---- distributed ----
+    // A collective fails when the ranks' collectives do not match (SLOTH_DIST_CHECK) or MPI
+    // reports an error; the job may go on, so the inputs must survive.
+    if (in.op == OpId::kAllReduce || in.op == OpId::kBroadcast || in.op == OpId::kAllGather ||
+        in.op == OpId::kReduceScatter)
+      return true;
+  }
   return false;
 }
 

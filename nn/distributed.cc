@@ -81,8 +81,10 @@ void DistributedDataParallel::State::reduce(size_t b) {
   std::vector<Tensor> flat_parts;
   flat_parts.reserve(idx.size());
   for (size_t k : idx) flat_parts.push_back(params[k].grad().reshape({-1}));
-  Tensor flat = idx.size() == 1 ? flat_parts[0].clone() : cat(flat_parts, 0);
-  dist::all_reduce(flat, dist::ReduceOp::kAvg);
+  // The functional all-reduce: the gradients become views of its result, with no copy that
+  // would read it at once, so it stays in flight until the optimizer reads the gradients.
+  Tensor flat = dist::all_reduced(idx.size() == 1 ? flat_parts[0] : cat(flat_parts, 0),
+                                  dist::ReduceOp::kAvg);
   int64_t offset = 0;
   for (size_t k : idx) {
     Tensor& p = params[k];

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backends/mpi/comm.h"
 #include "dist/dist.h"
 #include "gtest/gtest.h"
 #include "sloth/sloth.h"
@@ -121,6 +122,48 @@ TEST(Dist, AllReducesInOneStepAndThroughAView) {
   }
 }
 
+// The CPU backend finishes a collective when a later step first reads its result (views of
+// it wait at their readers): values read after unrelated steps, through views, and the same
+// graph again (the second run takes the cached views) are the reduced ones.
+TEST(Dist, AResultReadLaterAndThroughViewsIsTheReducedOne) {
+  const int p = dist::world_size(), r = dist::rank();
+  for (int run = 0; run < 2; ++run) {
+    Tensor a = rank_tensor({6}, kFloat32, r);
+    Tensor unused = rank_tensor({5}, kFloat64, r);
+    Tensor other = tensor(std::vector<double>{1, 2, 3}, {3}, kFloat32);
+    dist::all_reduce(a, ReduceOp::kAvg);
+    dist::all_reduce(unused, ReduceOp::kSum);  // kept, never read in the graph
+    Tensor c = other * 2 + 1;                 // steps between the post and the first read
+    Tensor v = a.narrow(0, 2, 3).reshape({3, 1}).reshape({3});
+    Tensor d = v * c;
+    mark_step();
+    auto vd = values(d), va = values(a), vu = values(unused);
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_NEAR(vd[i], reduce_expected(ReduceOp::kAvg, i + 2, 6, p) * (2 * (i + 1) + 1), 1e-5)
+          << "run " << run << " element " << i;
+    for (int64_t i = 0; i < 6; ++i) EXPECT_NEAR(va[i], reduce_expected(ReduceOp::kAvg, i, 6, p), 1e-6);
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(vu[i], reduce_expected(ReduceOp::kSum, i, 5, p));
+  }
+}
+
+TEST(Dist, AllReducedReturnsTheReductionAndKeepsItsInput) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor a = rank_tensor({2, 3}, kFloat64, r);
+  Tensor s = dist::all_reduced(a, ReduceOp::kAvg);
+  Tensor m = dist::all_reduced(a.t(), ReduceOp::kMin);  // a strided input
+  mark_step();
+  auto vs = values(s), vm = values(m), va = values(a);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(vs[i], reduce_expected(ReduceOp::kAvg, i, 6, p), 1e-12);
+    EXPECT_EQ(va[i], input_value(i, 6, r));
+  }
+  for (int64_t j = 0; j < 3; ++j)
+    for (int64_t i = 0; i < 2; ++i)
+      EXPECT_EQ(vm[j * 2 + i], reduce_expected(ReduceOp::kMin, i * 3 + j, 6, p));
+  EXPECT_EQ(s.shape(), (Shape{2, 3}));
+  EXPECT_EQ(m.shape(), (Shape{3, 2}));
+}
+
 TEST(Dist, BroadcastValues) {
   const int p = dist::world_size(), r = dist::rank();
   for (int root : {0, p - 1})
@@ -203,6 +246,45 @@ TEST(Dist, MismatchedShapesAreReported) {
   dist::all_reduce(u);
   auto v = values(u);
   for (int64_t k = 0; k < 2; ++k) EXPECT_NEAR(v[k], reduce_expected(ReduceOp::kSum, k, 2, p), 1e-12);
+}
+
+// A different op (not only a different shape) at the same place is reported too, and so is a
+// barrier against a collective.
+TEST(Dist, MismatchedOpsAreReported) {
+  const int p = dist::world_size(), r = dist::rank();
+  if (p == 1) GTEST_SKIP() << "needs 2 or more ranks";
+  Tensor t = rank_tensor({3}, kFloat32, r);
+  if (r == 1) dist::broadcast(t, 0);
+  else dist::all_reduce(t);
+  EXPECT_ERROR_HAS(mark_step(), "mismatched collectives: rank 0 issued collective");
+  if (r == 1) {
+    EXPECT_ERROR_HAS(dist::barrier(), "mismatched collectives");
+  } else {
+    Tensor u = rank_tensor({2}, kFloat32, r);
+    dist::all_reduce(u);
+    EXPECT_ERROR_HAS(mark_step(), "issued collective #");
+  }
+  dist::barrier();  // in step again
+}
+
+// Two all-reduces of equal values are two collectives (CSE leaves collectives alone), so the
+// ranks' counts agree whatever values coincide on one rank.
+TEST(Dist, EqualCollectivesAreNotMerged) {
+  const int p = dist::world_size(), r = dist::rank();
+  Tensor x = rank_tensor({4}, kFloat64, r);
+  Tensor a = x * 2, b = x * 2;
+  mark_step();
+  const int64_t before = comm::collectives_issued();
+  Tensor ra = dist::all_reduced(a), rb = dist::all_reduced(a);  // the same op on one input
+  a.copy_(ra);
+  b.copy_(rb);
+  mark_step();
+  if (p > 1) EXPECT_EQ(comm::collectives_issued() - before, 2);
+  auto va = values(a), vb = values(b);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(va[i], 2 * reduce_expected(ReduceOp::kSum, i, 4, p));
+    EXPECT_EQ(vb[i], va[i]);
+  }
 }
 
 // The in-place collectives act on values (as c10d): no autograd history.

@@ -17,7 +17,13 @@ TEST(Settings, ReadsTheEnvironmentOnce) {
   ::setenv("SLOTH_EW_ISA", "avx512", 1);
   ::setenv("SLOTH_NUM_THREADS", "3", 1);
   ::setenv("SLOTH_LOG", "plans,jit", 1);
+  ::setenv("SLOTH_DIST_TIMEOUT", "2.5", 1);
+  ::setenv("SLOTH_DIST_CHECK", "1", 1);
+  ::setenv("SLOTH_DIST_MPI", "0", 1);
   const Settings& s = settings();
+  EXPECT_EQ(s.dist_timeout_s, 2.5);
+  EXPECT_TRUE(s.dist_check);
+  EXPECT_FALSE(s.dist_mpi);
   EXPECT_FALSE(s.fusion);
   EXPECT_TRUE(s.row_groups);
   EXPECT_EQ(s.tile, 512);
@@ -39,6 +45,9 @@ TEST(Settings, Defaults) {
   EXPECT_EQ(s.jit_isa, Isa::kAvx512);
   EXPECT_EQ(s.ew_isa, Isa::kAvx2);
   EXPECT_FALSE(s.log_on("plans"));
+  EXPECT_EQ(s.dist_timeout_s, 300);  // 5 minutes per collective
+  EXPECT_FALSE(s.dist_check);
+  EXPECT_FALSE(s.dist_mpi);
 }
 
 TEST(Settings, LogAllTurnsOnEveryTopic) {

@@ -7,39 +7,28 @@
 // tests and programs started without mpirun need no MPI at all. ReduceOp::kAvg sums and
 // divides by the world size (MPI has no average).
 //
-// SLOTH_DIST_CHECK=1 turns on a pre-exchange before each collective: every rank sends a small
-// fixed record (sequence number, op, reduce op, root, dtype, shape) with MPI_Allgather, and
-// every rank compares all of them, so mismatched collectives (different order, shapes or
-// dtypes on different ranks) fail on every rank with an error naming the ranks, instead of
-// hanging or reducing garbage. The tests turn it on.
+// Each kernel posts the non-blocking MPI call (MPI_Iallreduce, ...) under a comm::Collective
+// (backends/mpi/comm.h), which waits for it with a deadline (SLOTH_DIST_TIMEOUT) and ends
+// the job naming the ranks that never arrived, and with SLOTH_DIST_CHECK=1 compares the
+// ranks' collectives first (mismatches fail on every rank with an error naming them).
 #include <mpi.h>
 
 #include <climits>
-#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
+#include "backends/mpi/comm.h"
 #include "core/error.h"
 #include "core/op_attrs.h"
+#include "lazy/profiler.h"
 
 namespace sloth::cpu {
 namespace {
-
-absl::Status mpi_error(const Instr& in, const char* call, int code) {
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, msg, &len);
-  return absl::InternalError(absl::StrFormat("%s: %s failed: %s", op_name(in.op), call,
-                                             std::string(msg, len)));
-}
-#define SLOTH_MPI(in, call)                                         \
-  do {                                                              \
-    if (int rc_ = (call); rc_ != MPI_SUCCESS) return mpi_error(in, #call, rc_); \
-  } while (0)
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
@@ -77,45 +66,61 @@ absl::Status check_ready(const Instr& in, int64_t count) {
   return absl::OkStatus();
 }
 
-// ---- the debug pre-exchange ----
-constexpr int kMaxDims = 8;
-struct Record {
-  int64_t seq, op, reduce, root, dtype, ndim, dims[kMaxDims];
+// The collective's watch (sequence number, arrival exchange, deadline): backends/mpi/comm.h.
+// On the heap: MPI holds the addresses of its records until it completes.
+std::unique_ptr<comm::Collective> watch(const Instr& in, const DeviceData& x,
+                                        const CollectiveAttrs& c) {
+  const bool reduces = in.op == OpId::kAllReduce || in.op == OpId::kReduceScatter;
+  return std::make_unique<comm::Collective>(static_cast<int64_t>(in.op), reduces ? c.reduce : 0,
+                                            in.op == OpId::kBroadcast ? c.root : 0, x.dtype,
+                                            x.layout.shape);
+}
+
+void divide(DeviceData& out, int64_t world);
+
+// A collective in flight: the kernel returns once the MPI call is posted, and the executor
+// finishes it when a later step reads the result (kernels.h, PendingWrite), so the data
+// moves while the steps in between compute. It keeps its buffers alive until then.
+class Inflight final : public PendingWrite {
+ public:
+  Inflight(const Instr& in, std::unique_ptr<comm::Collective> c, DeviceData send, DeviceData out,
+           int64_t divide_by)
+      : c_(std::move(c)), send_(std::move(send)), out_(std::move(out)), divide_by_(divide_by) {
+    static const auto* infos = [] {
+      auto* m = new std::shared_ptr<const lazy::profiling::KernelInfo>[4];
+      const OpId ops[] = {OpId::kAllReduce, OpId::kBroadcast, OpId::kAllGather,
+                          OpId::kReduceScatter};
+      for (int i = 0; i < 4; ++i) {
+        auto k = std::make_shared<lazy::profiling::KernelInfo>();
+        k->name = "wait[" + std::string(op_name(ops[i])) + "]";
+        m[i] = std::move(k);
+      }
+      return m;
+    }();
+    info_ = in.op == OpId::kAllReduce   ? infos[0]
+            : in.op == OpId::kBroadcast ? infos[1]
+            : in.op == OpId::kAllGather ? infos[2]
+                                        : infos[3];
+  }
+  void poll() override { c_->test(); }
+  absl::Status finish() override {
+    lazy::profiling::Scope scope(lazy::profiling::Kind::kKernel, "", info_);
+    c_->wait();
+    if (divide_by_ > 1) divide(out_, divide_by_);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<comm::Collective> c_;
+  DeviceData send_, out_;
+  int64_t divide_by_;
+  std::shared_ptr<const lazy::profiling::KernelInfo> info_;
 };
-int64_t& sequence() {
-  static int64_t seq = 0;  // collectives issued by this process through MPI
-  return seq;
-}
-bool check_enabled() {
-  const char* v = std::getenv("SLOTH_DIST_CHECK");
-  return v != nullptr && v[0] == '1';
-}
-std::string describe(const Record& r) {
-  std::string shape = "[";
-  for (int64_t d = 0; d < r.ndim && d < kMaxDims; ++d) shape += (d ? ", " : "") + std::to_string(r.dims[d]);
-  shape += r.ndim > kMaxDims ? ", ...]" : "]";
-  return absl::StrFormat("collective #%d %s(%s %s, reduce %d, root %d)", r.seq,
-                         op_name(static_cast<OpId>(r.op)),
-                         dtype_name(static_cast<DType>(r.dtype)), shape, r.reduce, r.root);
-}
-absl::Status check_matching(const Instr& in, const DeviceData& x, const CollectiveAttrs& c) {
-  const int64_t seq = sequence()++;
-  if (!check_enabled()) return absl::OkStatus();
-  Record mine{seq, static_cast<int64_t>(in.op), c.reduce, c.root,
-              static_cast<int64_t>(x.dtype), static_cast<int64_t>(x.layout.shape.size()), {}};
-  if (in.op != OpId::kAllReduce && in.op != OpId::kReduceScatter) mine.reduce = 0;
-  if (in.op != OpId::kBroadcast) mine.root = 0;
-  for (int64_t d = 0; d < mine.ndim && d < kMaxDims; ++d) mine.dims[d] = x.layout.shape[d];
-  std::vector<Record> all(static_cast<size_t>(c.world));
-  SLOTH_MPI(in, MPI_Allgather(&mine, sizeof(Record), MPI_BYTE, all.data(), sizeof(Record),
-                              MPI_BYTE, MPI_COMM_WORLD));
-  for (int64_t r = 1; r < c.world; ++r)
-    if (std::memcmp(&all[r], &all[0], sizeof(Record)) != 0)
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "%s: mismatched collectives: rank 0 issued %s but rank %d issued %s; every rank must "
-          "issue the same collectives in the same order with the same shapes and dtypes",
-          op_name(in.op), describe(all[0]), r, describe(all[r])));
-  return absl::OkStatus();
+
+void start(Env& env, const Instr& in, std::unique_ptr<comm::Collective> c, const DeviceData& send,
+           const DeviceData& out, int64_t divide_by) {
+  env.pending.push_back(
+      Pending{{in.out}, std::make_unique<Inflight>(in, std::move(c), send, out, divide_by)});
 }
 
 DeviceData contiguous(Env& env, const Instr& in, int i) {
@@ -145,16 +150,18 @@ absl::Status run_in_place(Env& env, const Instr& in) {
   if (n > 0) std::memcpy(out.raw(), x.raw(), n * dtype_size(in.dtype));
   if (c.world == 1) return absl::OkStatus();
   SLOTH_RETURN_IF_ERROR(check_ready(in, n));
-  SLOTH_RETURN_IF_ERROR(check_matching(in, x, c));
-  if (n == 0) return absl::OkStatus();
-  if (in.op == OpId::kBroadcast) {
-    SLOTH_MPI(in, MPI_Bcast(out.raw(), static_cast<int>(n), mpi_type(in.dtype),
-                            static_cast<int>(c.root), MPI_COMM_WORLD));
-    return absl::OkStatus();
+  auto w = watch(in, x, c);
+  SLOTH_RETURN_IF_ERROR(w->check_matching());
+  if (n > 0 && in.op == OpId::kBroadcast) {
+    w->posted("MPI_Ibcast", MPI_Ibcast(out.raw(), static_cast<int>(n), mpi_type(in.dtype),
+                                       static_cast<int>(c.root), MPI_COMM_WORLD, w->request()));
+  } else if (n > 0) {
+    w->posted("MPI_Iallreduce",
+              MPI_Iallreduce(MPI_IN_PLACE, out.raw(), static_cast<int>(n), mpi_type(in.dtype),
+                             mpi_op(c.reduce), MPI_COMM_WORLD, w->request()));
   }
-  SLOTH_MPI(in, MPI_Allreduce(MPI_IN_PLACE, out.raw(), static_cast<int>(n), mpi_type(in.dtype),
-                              mpi_op(c.reduce), MPI_COMM_WORLD));
-  if (c.reduce == CollectiveAttrs::kAvg) divide(out, c.world);
+  const bool avg = in.op == OpId::kAllReduce && c.reduce == CollectiveAttrs::kAvg;
+  start(env, in, std::move(w), DeviceData{}, out, avg ? c.world : 1);
   return absl::OkStatus();
 }
 
@@ -168,10 +175,13 @@ absl::Status run_all_gather(Env& env, const Instr& in) {
     return absl::OkStatus();
   }
   SLOTH_RETURN_IF_ERROR(check_ready(in, out.numel()));
-  SLOTH_RETURN_IF_ERROR(check_matching(in, x, c));
-  if (n == 0) return absl::OkStatus();
-  SLOTH_MPI(in, MPI_Allgather(x.raw(), static_cast<int>(n), mpi_type(in.dtype), out.raw(),
-                              static_cast<int>(n), mpi_type(in.dtype), MPI_COMM_WORLD));
+  auto w = watch(in, x, c);
+  SLOTH_RETURN_IF_ERROR(w->check_matching());
+  if (n > 0)
+    w->posted("MPI_Iallgather",
+              MPI_Iallgather(x.raw(), static_cast<int>(n), mpi_type(in.dtype), out.raw(),
+                             static_cast<int>(n), mpi_type(in.dtype), MPI_COMM_WORLD, w->request()));
+  start(env, in, std::move(w), x, out, 1);
   return absl::OkStatus();
 }
 
@@ -185,11 +195,13 @@ absl::Status run_reduce_scatter(Env& env, const Instr& in) {
     return absl::OkStatus();
   }
   SLOTH_RETURN_IF_ERROR(check_ready(in, x.numel()));
-  SLOTH_RETURN_IF_ERROR(check_matching(in, x, c));
-  if (n == 0) return absl::OkStatus();
-  SLOTH_MPI(in, MPI_Reduce_scatter_block(x.raw(), out.raw(), static_cast<int>(n),
-                                         mpi_type(in.dtype), mpi_op(c.reduce), MPI_COMM_WORLD));
-  if (c.reduce == CollectiveAttrs::kAvg) divide(out, c.world);
+  auto w = watch(in, x, c);
+  SLOTH_RETURN_IF_ERROR(w->check_matching());
+  if (n > 0)
+    w->posted("MPI_Ireduce_scatter_block",
+              MPI_Ireduce_scatter_block(x.raw(), out.raw(), static_cast<int>(n), mpi_type(in.dtype),
+                                        mpi_op(c.reduce), MPI_COMM_WORLD, w->request()));
+  start(env, in, std::move(w), x, out, c.reduce == CollectiveAttrs::kAvg ? c.world : 1);
   return absl::OkStatus();
 }
 

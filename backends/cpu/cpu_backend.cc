@@ -194,6 +194,8 @@ class CpuExecutable final : public lazy::Executable {
       Env& env;
       std::atomic<bool>* busy;
       ~Done() {
+        // A failed run still waits for its collectives (their buffers stay alive until then).
+        if (!env.pending.empty()) (void)finish_pending(env, env.pending.size());
         // Drop every reference (inputs too: a later donation check must not see them).
         for (DeviceData& d : env.vals) d.storage.reset();
         if (busy) busy->store(false, std::memory_order_release);
@@ -226,6 +228,7 @@ class CpuExecutable final : public lazy::Executable {
       }
     }
     auto check_reads = [&](const Step& st, size_t k) -> absl::Status {
+      if (!env.pending.empty()) SLOTH_RETURN_IF_ERROR(settle_pending(env, st));
       for (int32_t r : st.reads)
         if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
           return absl::InternalError(absl::StrFormat(
@@ -281,6 +284,7 @@ class CpuExecutable final : public lazy::Executable {
           break;
       }
     }
+    SLOTH_RETURN_IF_ERROR(finish_pending(env, env.pending.size()));
     // Assigned into the caller's elements: a caller that reuses `outputs` run after run
     // (sloth::jit's replays) keeps their layout vectors' capacity, so nothing is allocated.
     outputs->resize(plan_.outputs.size());
@@ -295,6 +299,42 @@ class CpuExecutable final : public lazy::Executable {
   }
 
  private:
+  // ---- distributed ----
+  // Before step `st`: polls the pending writes, finishes those whose slots `st` reads (a
+  // cached view step of one joins it instead, so the view's readers wait, not the view).
+  static absl::Status settle_pending(Env& env, const Step& st) {
+    for (Pending& p : env.pending) p.write->poll();
+    size_t last = 0;  // finish in start order, up to the last one `st` needs
+    for (size_t j = 0; j < env.pending.size(); ++j) {
+      Pending& p = env.pending[j];
+      bool needed = false;
+      for (int32_t r : st.reads)
+        if (std::find(p.slots.begin(), p.slots.end(), r) != p.slots.end()) needed = true;
+      if (!needed) continue;
+      if (st.kind == StepKind::kView && st.view_cached && st.reads.size() == 1) {
+        const Instr& in = env.plan->instrs[st.instr];
+        const DeviceData& x = env.vals[in.in[0]];
+        if (x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
+            x.layout.shape == st.view_in.shape && x.layout.strides == st.view_in.strides) {
+          p.slots.push_back(in.out);
+          continue;
+        }
+      }
+      last = j + 1;
+    }
+    return finish_pending(env, last);
+  }
+  // Finishes the first `n` pending writes, in start order (every rank waits in the same order).
+  static absl::Status finish_pending(Env& env, size_t n) {
+    absl::Status first = absl::OkStatus();
+    for (size_t j = 0; j < n; ++j) {
+      absl::Status st = env.pending[j].write->finish();
+      if (first.ok()) first = st;
+    }
+    env.pending.erase(env.pending.begin(), env.pending.begin() + static_cast<ptrdiff_t>(n));
+    return first;
+  }
+
   absl::Status execute(Env& env, const Step& st) {
     if (st.program) return st.program->run(env);
     const Instr& in = plan_.instrs[st.instr];

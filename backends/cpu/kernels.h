@@ -21,8 +21,26 @@ using lazy::Plan;
 
 // Slot values of one run. A slot holds a DeviceData once it is bound (inputs), computed, or
 // asked for (a scalar slot read by a kernel that wants memory).
+// A result still being written by someone else after its kernel returned: a non-blocking
+// collective (backends/cpu/collectives.cc) that moves data while later steps compute. The
+// executor polls it between steps (MPI moves data only inside MPI calls), finishes it before
+// any step reads one of its slots (a cached view of it joins its slots instead: a view reads
+// no data), and finishes every pending one before the run returns, failed or not.
+struct PendingWrite {
+  virtual ~PendingWrite() = default;
+  virtual void poll() = 0;
+  // Waits for the data; an error fails the run.
+  virtual absl::Status finish() = 0;
+};
+struct Pending {
+  std::vector<int32_t> slots;  // the result and views of it
+  std::unique_ptr<PendingWrite> write;
+};
+
 struct Env {
   const Plan* plan = nullptr;
+  // ---- distributed ----
+  std::vector<Pending> pending;  // in start order
   absl::Span<const double> scalars;
   std::vector<DeviceData> vals;  // storage == nullptr: not available
   lazy::RunStats* stats = nullptr;
