@@ -33,6 +33,9 @@ class Storage final : public RefCounted {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
   uint64_t id() const { return id_; }  // unique per Storage ever created
+  // Caller-owned memory (from_blob): never donated to a kernel as its output buffer, since
+  // the caller may read or reuse it (a dataset's pixels viewed by from_blob).
+  bool external() const { return alloc_ == nullptr; }
 
  private:
   void* data_ = nullptr;

@@ -102,7 +102,16 @@ void Node::release() {
   // list instead of recursion.
   thread_local std::vector<Node*>* pending = nullptr;
   thread_local bool draining = false;
-  if (pending == nullptr) pending = new std::vector<Node*>();
+  if (pending == nullptr) {
+    pending = new std::vector<Node*>();
+    // Frees the list when the thread exits (data loader workers come and go). A release from
+    // a thread-exit destructor that runs later makes a new list, which is then not freed.
+    struct Owner {
+      ~Owner() { delete pending; pending = nullptr; }
+    };
+    thread_local Owner owner;
+    (void)owner;
+  }
   pending->push_back(this);
   if (draining) return;
   draining = true;

@@ -130,6 +130,7 @@ uint64_t next_plan_seq = 1;
 
 int64_t auto_flush_limit = 20000;
 bool in_sync = false;
+thread_local bool worker_thread = false;  // ---- data loader workers: no auto-flush here ----
 
 bool fusion_enabled() { return settings().fusion; }
 
@@ -216,6 +217,7 @@ bool log_enabled(const char* topic) { return settings().log_on(topic); }
 void set_auto_flush_limit(int64_t nodes) { auto_flush_limit = nodes; }
 
 void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
+  std::lock_guard<std::recursive_mutex> trace_guard(trace_lock());
   Backend* backend = backend_for(device);
   if (backend == nullptr)
     fail("sync: no backend for device %s; %s", device.str(),
@@ -332,7 +334,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     Node* n = g.inputs[i];
     if (!cp->fallible && n->use_count() == n->graph_refs && n->data->storage &&
-        n->data->storage->use_count() == 1) {
+        n->data->storage->use_count() == 1 && !n->data->storage->external()) {
       inputs.push_back(std::move(*n->data));
       donating = true;
     } else {
@@ -357,6 +359,7 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
 }
 
 void mark_step() {
+  std::lock_guard<std::recursive_mutex> trace_guard(trace_lock());
   if (in_sync) return;
   in_sync = true;
   struct Reset { ~Reset() { in_sync = false; } } reset;
@@ -372,11 +375,19 @@ void mark_step() {
 }
 
 void maybe_auto_flush() {
-  if (pending_nodes() > auto_flush_limit && !in_sync) {
+  if (!worker_thread && pending_nodes() > auto_flush_limit && !in_sync) {
     ++counters().auto_flushes;
     mark_step();
   }
 }
+
+// ---- data loader workers ----
+std::recursive_mutex& trace_lock() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+WorkerTraceScope::WorkerTraceScope() : lock(trace_lock()) { worker_thread = true; }
+WorkerTraceScope::~WorkerTraceScope() { worker_thread = false; }
 
 std::string describe_plan(absl::Span<const NodePtr> roots) {
   Graph g = build_graph(roots);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,20 @@ void mark_step();
 // that never sync stay bounded in memory.
 void maybe_auto_flush();
 void set_auto_flush_limit(int64_t nodes);
+
+// ---- data loader workers ----
+// Data loader worker threads record IR (a dataset's get(), its transforms) while the consumer
+// thread records and runs its step. Recording on two threads is safe (per-thread pools, a
+// locked live-group list), but a sync walks every live group, so it must not run while a
+// worker is mid-recording: sync_nodes and mark_step hold trace_lock(), and a worker holds it
+// around each batch it builds. A worker thread never auto-flushes (that would sync the
+// consumer's half-recorded step): WorkerTraceScope turns auto-flush off on its thread.
+std::recursive_mutex& trace_lock();
+struct WorkerTraceScope {
+  WorkerTraceScope();
+  ~WorkerTraceScope();
+  std::unique_lock<std::recursive_mutex> lock;
+};
 
 // The plan the scheduler would run for these roots (for dump_ir and tests).
 std::string describe_plan(absl::Span<const NodePtr> roots);

@@ -204,3 +204,9 @@ class AnyModule {
     using ::sloth::nn::ModuleHolder<Name##Impl>::ModuleHolder;    \
     using Impl = Name##Impl;                                      \
   }
+
+// LibTorch's spelling: macros are outside any namespace, so the rename torch:: -> sloth::
+// does not reach TORCH_MODULE; it is the same macro (not defined if LibTorch's is in scope).
+#ifndef TORCH_MODULE
+#define TORCH_MODULE(Name) SLOTH_MODULE(Name)
+#endif

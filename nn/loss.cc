@@ -53,8 +53,34 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& y, Reduction reduction) {
   check_same_shape("binary_cross_entropy_with_logits", x, y);
-  // max(x, 0) - x y + log(1 + exp(-|x|)): stable for large |x|.
-  Tensor l = x.relu() - x * y + (x.abs().neg().exp()).log1p();
+  // max(x, 0) - x y + log(1 + exp(-|x|)): stable for large |x|. max(x, 0) is written
+  // (|x| + x) / 2 so that the gradient at x = 0 is PyTorch's sigmoid(0) - y (relu's
+  // subgradient 0 there would give -y).
+  Tensor l = (x.abs() + x) * 0.5 - x * y + (x.abs().neg().exp()).log1p();
+  return reduce(l, reduction);
+}
+
+// ---- class-weighted losses (LibTorch API) ----
+Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& y, Reduction reduction,
+                                        const Tensor& weight, const Tensor& pos_weight) {
+  check_same_shape("binary_cross_entropy_with_logits", x, y);
+  Tensor l;
+  if (pos_weight.defined()) {
+    if (pos_weight.dim() < 1 || (x.dim() >= 1 && pos_weight.size(-1) != x.size(-1) &&
+                                 pos_weight.size(-1) != 1))
+      fail("binary_cross_entropy_with_logits: pos_weight of shape %s must broadcast along the "
+           "last dimension of the input %s (one value per class)",
+           shape_str(pos_weight.shape()), shape_str(x.shape()));
+    // PyTorch's form: (1 - y) x + (1 + (p - 1) y) (log1p(exp(-|x|)) + max(-x, 0)).
+    Tensor lw = (pos_weight.to(x.dtype()) - 1.0) * y + 1.0;
+    l = (1.0 - y) * x + lw * ((x.abs().neg().exp()).log1p() + (x.abs() - x) * 0.5);
+  } else {
+    l = (x.abs() + x) * 0.5 - x * y + (x.abs().neg().exp()).log1p();
+  }
+  if (weight.defined()) l = l * weight.to(x.dtype());
+  if (l.shape() != x.shape())
+    fail("binary_cross_entropy_with_logits: weight of shape %s must broadcast to the input's "
+         "shape %s", shape_str(weight.shape()), shape_str(x.shape()));
   return reduce(l, reduction);
 }
 
@@ -69,7 +95,8 @@ Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) {
   return l1_loss(input, target, options.reduction());
 }
 Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return binary_cross_entropy_with_logits(input, target, options.reduction());
+  return binary_cross_entropy_with_logits(input, target, options.reduction(), options.weight(),
+                                          options.pos_weight());
 }
 Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
   return smooth_l1_loss(input, target, options.reduction(), options.beta());
@@ -80,13 +107,15 @@ Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
 Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
   return nll_loss(input, target,
                   NllLossOptions{.ignore_index = options.ignore_index(),
-                                 .reduction = options.reduction()});
+                                 .reduction = options.reduction(),
+                                 .weight = options.weight()});
 }
 Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
   return cross_entropy(input, target,
                        CrossEntropyOptions{.ignore_index = options.ignore_index(),
                                            .label_smoothing = options.label_smoothing(),
-                                           .reduction = options.reduction()});
+                                           .reduction = options.reduction(),
+                                           .weight = options.weight()});
 }
 
 }  // namespace sloth::nn

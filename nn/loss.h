@@ -27,6 +27,11 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
                   double delta = 1.0);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction);
+// weight multiplies each element's loss (broadcast to the input); pos_weight [C] weighs the
+// positive term of class c (PyTorch's formula); the mean is over all elements.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction, const Tensor& weight,
+                                        const Tensor& pos_weight = {});
 
 }  // namespace sloth
 
@@ -43,6 +48,8 @@ SLOTH_NN_LOSS_OPTIONS(MSELoss);
 SLOTH_NN_LOSS_OPTIONS(L1Loss);
 };
 SLOTH_NN_LOSS_OPTIONS(BCEWithLogitsLoss);
+  SLOTH_NN_ARG(Tensor, weight) = {};      // per element (broadcast)
+  SLOTH_NN_ARG(Tensor, pos_weight) = {};  // per class (last dimension)
 };
 SLOTH_NN_LOSS_OPTIONS(SmoothL1Loss);
   SLOTH_NN_ARG(double, beta) = 1.0;
@@ -52,9 +59,11 @@ SLOTH_NN_LOSS_OPTIONS(HuberLoss);
 };
 SLOTH_NN_LOSS_OPTIONS(NLLLoss);
   SLOTH_NN_ARG(int64_t, ignore_index) = -100;
+  SLOTH_NN_ARG(Tensor, weight) = {};  // per class [C]
 };
 SLOTH_NN_LOSS_OPTIONS(CrossEntropyLoss);
   SLOTH_NN_ARG(int64_t, ignore_index) = -100;
+  SLOTH_NN_ARG(Tensor, weight) = {};  // per class [C]
   SLOTH_NN_ARG(double, label_smoothing) = 0.0;
 };
 #undef SLOTH_NN_LOSS_OPTIONS

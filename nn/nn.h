@@ -5,6 +5,7 @@
 #include "nn/conv.h"     // convolution and pooling
 #include "nn/pooling.h"  // convolution and pooling
 #include "nn/data.h"
+#include "nn/data_pipeline.h"  // LibTorch data pipeline: datasets::MNIST, map, make_data_loader
 #include "nn/holder.h"
 #include "nn/module.h"
 // ---- normalization, layers, clipping (nn) ----

@@ -1,6 +1,7 @@
 // LibTorch conveniences declared in sloth/tensor.h, written with the public ops.
 #include <cmath>
 
+#include "sloth/compat.h"
 #include "sloth/ops.h"
 #include "sloth/tensor.h"
 
@@ -38,6 +39,15 @@ std::shared_ptr<const Tensor::GradFnInfo> Tensor::grad_fn() const {
   std::string n = grad_fn_name();
   if (n.empty()) return nullptr;
   return std::make_shared<const GradFnInfo>(GradFnInfo{std::move(n)});
+}
+
+// ---- kUInt8 input format ----
+Tensor from_blob(const void* data, Shape shape, ByteDType) {
+  for (int64_t d : shape)
+    if (d < 0) fail("from_blob: negative size in shape %s", shape_str(shape));
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::vector<int32_t> v(p, p + numel(shape));
+  return from_vector(v, std::move(shape), TensorOptions().dtype(DType::kInt32));
 }
 
 }  // namespace sloth

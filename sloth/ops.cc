@@ -126,18 +126,60 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
 static_assert(int(Reduction::kMean) == int(LossReduction::kMean) &&
               int(Reduction::kSum) == int(LossReduction::kSum) &&
               int(Reduction::kNone) == int(LossReduction::kNone));
+namespace {
+// ---- class-weighted losses (LibTorch API) ----
+// The unweighted per-sample losses (0 where ignored) times w[y_i]; the mean divides by the
+// sum of the weights of the samples not ignored, as PyTorch.
+Tensor weighted_class_loss(const char* op, const Tensor& x, const Tensor& t, const Tensor& w,
+                           int64_t ignore, Reduction r, double smoothing, bool logits) {
+  if (smoothing > 0)
+    fail("%s: a class weight together with label_smoothing is not supported yet; drop one of "
+         "them", op);
+  const int64_t c = x.dim() == 1 ? x.size(0) : x.dim() >= 2 ? x.size(1) : -1;
+  if (w.dim() != 1 || w.size(0) != c)
+    fail("%s: weight must be 1-D with one value per class (%d), got shape %s; pass a [C] tensor",
+         op, c, shape_str(w.shape()));
+  if (!is_floating(w.dtype()))
+    fail("%s: weight must be floating point, got %s; convert it with .to(kFloat)", op,
+         dtype_name(w.dtype()));
+  Tensor per = logits ? cross_entropy(x, t, {.ignore_index = ignore, .reduction = Reduction::kNone})
+                      : nll_loss(x, t, {.ignore_index = ignore, .reduction = Reduction::kNone});
+  Tensor keep = t != Scalar(ignore);
+  Tensor idx = where(keep, t, Scalar(int64_t(0)));
+  Tensor wy = index_select(w.to(per.dtype()), 0, idx.reshape({-1})).reshape(t.shape()) *
+              keep.to(per.dtype());
+  Tensor l = per * wy;
+  if (r == Reduction::kNone) return l;
+  if (r == Reduction::kSum) return sum(l);
+  return sum(l) / sum(wy);
+}
+}  // namespace
+
 Tensor cross_entropy(const Tensor& l, const Tensor& t, const CrossEntropyOptions& o) {
+  if (o.weight.defined()) return weighted_class_loss("cross_entropy", l, t, o.weight, o.ignore_index,
+                                                     o.reduction, o.label_smoothing, true);
   return call_op(OpId::kCrossEntropy, {l, t},
                  LossAttrs{.ignore_index = o.ignore_index, .ignores = true,
                            .reduction = static_cast<LossReduction>(o.reduction),
                            .label_smoothing = o.label_smoothing});
 }
 Tensor nll_loss(const Tensor& lp, const Tensor& t, const NllLossOptions& o) {
+  if (o.weight.defined())
+    return weighted_class_loss("nll_loss", lp, t, o.weight, o.ignore_index, o.reduction, 0.0, false);
   return call_op(OpId::kNllLoss, {lp, t},
                  LossAttrs{.ignore_index = o.ignore_index, .ignores = true,
                            .reduction = static_cast<LossReduction>(o.reduction)});
 }
 Tensor mse_loss(const Tensor& a, const Tensor& b) { return call_op(OpId::kMseLoss, {a, b}); }
+// ---- class-weighted losses (LibTorch API) ----
+Tensor nll_loss(const Tensor& lp, const Tensor& t, const Tensor& w, Reduction r, int64_t ignore) {
+  return nll_loss(lp, t, NllLossOptions{.ignore_index = ignore, .reduction = r, .weight = w});
+}
+Tensor cross_entropy(const Tensor& l, const Tensor& t, const Tensor& w, Reduction r,
+                     int64_t ignore, double smoothing) {
+  return cross_entropy(l, t, CrossEntropyOptions{.ignore_index = ignore, .label_smoothing = smoothing,
+                                                 .reduction = r, .weight = w});
+}
 Tensor binary_cross_entropy_with_logits(const Tensor& a, const Tensor& b) {
   return call_op(OpId::kBceWithLogits, {a, b});
 }

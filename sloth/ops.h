@@ -93,19 +93,31 @@ Tensor as_strided_scatter(const Tensor& base, const Tensor& src, Shape size, Sha
 //   cross_entropy(logits, y);  cross_entropy(logits, y, {.ignore_index = 0, .label_smoothing = 0.1});
 // (Options structs only, no positional overloads: `cross_entropy(x, y, {})` must not mean
 // ignore_index = 0.)
-enum class Reduction { kMean = 0, kSum = 1, kNone = 2 };
+// LibTorch's at::Reduction::Mean/Sum/None spellings are aliases of kMean/kSum/kNone.
+enum class Reduction { kMean = 0, kSum = 1, kNone = 2, Mean = kMean, Sum = kSum, None = kNone };
+// weight: an optional class weight [C] (PyTorch's weighted mean: sum_i w[y_i] l_i / sum_i
+// w[y_i] over the samples not ignored; not with label_smoothing).
 struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
   Reduction reduction = Reduction::kMean;
+  Tensor weight = {};
 };
 struct NllLossOptions {
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::kMean;
+  Tensor weight = {};
 };
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& options = {});
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOptions& options = {});
+// LibTorch's positional forms: nll_loss(out, y, /*weight=*/{}, Reduction::Sum). The reduction
+// is required here, so `nll_loss(x, y, {})` still means the options struct.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                Reduction reduction, int64_t ignore_index = -100);
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                     Reduction reduction, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 Tensor dropout(const Tensor& x, double p, bool train);
