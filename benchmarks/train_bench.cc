@@ -70,6 +70,35 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Times `step` (returning its loss) per iteration and, untimed after each, the step's GEMMs
+// alone, so both see the same machine load. Sets the counters the GEMM-bound rows share and
+// returns the metrics, the iteration count and the two medians.
+struct StepVsGemms {
+  sloth::Metrics m;
+  double n = 0, step_s = 0, ideal_s = 0;
+};
+template <class Step>
+StepVsGemms time_step_vs_gemms(benchmark::State& state, StepGemms& gemms, double first, Step step) {
+  std::vector<double> ideal_s, step_s;
+  double loss = first;
+  sloth::reset_metrics();
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    loss = step();
+    step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.PauseTiming();
+    ideal_s.push_back(gemms.timed_run_s());
+    state.ResumeTiming();
+  }
+  StepVsGemms r{sloth::metrics(), static_cast<double>(state.iterations()), median(step_s),
+                median(ideal_s)};
+  sloth_bench::check_trains(first, loss);
+  state.counters["os_allocs_per_step"] = r.m.os_allocations / r.n;
+  state.counters["kernels_per_step"] = r.m.kernels_launched / r.n;
+  state.counters["plan_misses"] = static_cast<double>(r.m.plan_cache_misses);
+  return r;
+}
+
 // The model as users write it: nn modules and an optimizer.
 class NnMlp {
  public:
@@ -144,28 +173,15 @@ void train_mlp(benchmark::State& state) {
   // The ideal is timed after every step (untimed for the step), so both see the same
   // machine load; its median over the run is the counter.
   StepGemms gemms(kBig, batch);
-  std::vector<double> ideal_s, step_s;
-  sloth::reset_metrics();
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    loss = mlp.step_ce(x, y);
-    step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    state.PauseTiming();
-    ideal_s.push_back(gemms.timed_run_s());
-    state.ResumeTiming();
-  }
-  sloth::Metrics m = sloth::metrics();
-  sloth_bench::check_trains(first, loss);
-  const double n = static_cast<double>(state.iterations());
-  state.counters["os_allocs_per_step"] = m.os_allocations / n;
-  state.counters["kernels_per_step"] = m.kernels_launched / n;
-  state.counters["plan_misses"] = static_cast<double>(m.plan_cache_misses);
+  const StepVsGemms r = time_step_vs_gemms(state, gemms, first, [&] { return mlp.step_ce(x, y); });
+  const sloth::Metrics& m = r.m;
+  const double n = r.n;
   const double fl = 3 * forward_flops(kBig, batch);
   state.counters["flops"] = benchmark::Counter(fl * n, benchmark::Counter::kIsRate);
-  const double ideal = median(ideal_s);
+  const double ideal = r.ideal_s;
   state.counters["ideal_ms"] = ideal * 1e3;
   state.counters["cblas_flops"] = fl / ideal;
-  state.counters["step_over_ideal"] = median(step_s) / ideal;  // medians of this run
+  state.counters["step_over_ideal"] = r.step_s / ideal;  // medians of this run
   state.counters["trace_ms_per_step"] = m.trace_s * 1e3 / n;
   state.counters["exec_ms_per_step"] = m.execute_s * 1e3 / n;
   state.counters["loss"] = loss;
@@ -243,28 +259,15 @@ void BM_MainJobStep(benchmark::State& state) {
   double first = step(), loss = first;
   sloth_bench::warm_up([&] { loss = step(); });
   StepGemms gemms(kMainJob, batch);
-  std::vector<double> ideal_s, step_s;
-  sloth::reset_metrics();
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    loss = step();
-    step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    state.PauseTiming();
-    ideal_s.push_back(gemms.timed_run_s());
-    state.ResumeTiming();
-  }
-  sloth::Metrics m = sloth::metrics();
-  sloth_bench::check_trains(first, loss);
-  const double n = static_cast<double>(state.iterations());
-  state.counters["os_allocs_per_step"] = m.os_allocations / n;
-  state.counters["kernels_per_step"] = m.kernels_launched / n;
-  state.counters["plan_misses"] = static_cast<double>(m.plan_cache_misses);
-  const double ideal = median(ideal_s);
+  const StepVsGemms r = time_step_vs_gemms(state, gemms, first, step);
+  const sloth::Metrics& m = r.m;
+  const double n = r.n;
+  const double ideal = r.ideal_s;
   state.counters["ideal_ms"] = ideal * 1e3;
-  state.counters["step_over_ideal"] = median(step_s) / ideal;
+  state.counters["step_over_ideal"] = r.step_s / ideal;
   state.counters["trace_ms_per_step"] = m.trace_s * 1e3 / n;
   state.counters["exec_ms_per_step"] = m.execute_s * 1e3 / n;
-  state.counters["epoch_s"] = median(step_s) * 468;
+  state.counters["epoch_s"] = r.step_s * 468;
 }
 BENCHMARK(BM_MainJobStep)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
