@@ -204,16 +204,3 @@ TEST(DistributedSampler, ShuffleIsSharedByTheRanksAndChangesWithTheEpoch) {
 
 }  // namespace
 }  // namespace sloth
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  sloth::dist::init();
-  int failed = RUN_ALL_TESTS();
-  sloth::Tensor f = sloth::tensor(static_cast<double>(failed != 0), sloth::kInt64);
-  sloth::dist::all_reduce(f, sloth::dist::ReduceOp::kMax);
-  failed = f.item<int64_t>() != 0;
-  if (failed && sloth::dist::rank() == 0)
-    std::fprintf(stderr, "ddp_test: a rank of %d failed\n", sloth::dist::world_size());
-  sloth::dist::finalize();
-  return failed;
-}

@@ -299,18 +299,3 @@ TEST(Dist, AllReduceOnAGradientDoesNotTrackHistory) {
 
 }  // namespace
 }  // namespace sloth
-
-// gtest on every rank inside one MPI job; the job fails when any rank has a failure.
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  sloth::dist::init();
-  int failed = RUN_ALL_TESTS();
-  // Every rank learns whether any failed (an all_reduce of the failure flags).
-  sloth::Tensor f = sloth::tensor(static_cast<double>(failed != 0), sloth::kInt64);
-  sloth::dist::all_reduce(f, sloth::dist::ReduceOp::kMax);
-  failed = f.item<int64_t>() != 0;
-  if (failed && sloth::dist::rank() == 0)
-    std::fprintf(stderr, "dist_test: a rank of %d failed\n", sloth::dist::world_size());
-  sloth::dist::finalize();
-  return failed;
-}
