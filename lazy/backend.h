@@ -37,6 +37,13 @@ class Executable {
                                     std::vector<DeviceData>* outputs, RunStats* stats) {
     return run(inputs, scalars, outputs, stats);
   }
+  // A buffer the caller took from an earlier run's outputs and no longer needs (sloth::jit:
+  // the previous value of a .grad it rebinds): an executable may keep it for a later run
+  // (nothing else references it). The default drops it.
+  virtual void recycle(StoragePtr storage) { (void)storage; }
+  // The caller will run this executable many times (sloth::jit verified a step that replays
+  // it): a backend may compile kernels now that it would otherwise interpret.
+  virtual void make_hot() {}
 };
 
 class Backend {

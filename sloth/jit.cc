@@ -471,6 +471,7 @@ void Core::end_trace(const std::vector<Tensor>& returned) {
     m.records.erase(it);
   }
   r.armed = diff.empty();
+  if (r.armed && r.exe) r.exe->make_hot();  // replays follow: compile its small kernels too
   if (!diff.empty() && r.mismatches >= kMaxMismatches) {
     r.given_up = true;
     r.problem = absl::StrFormat("%d traces in a row differed; the last difference: %s",
@@ -657,7 +658,10 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
         // The state's own data node, held by nothing else: it takes the new value in place
         // (no node, no layout vectors allocated; out_buf keeps its capacity).
         DeviceData& dst = *v->data;
-        dst.storage = std::move(out.storage);
+        StoragePtr old = std::exchange(dst.storage, std::move(out.storage));
+        // The previous value (a .grad) is dead now: the executable may write the next one
+        // into it (a replay then takes no buffer from the shared allocator).
+        if (old && old->use_count() == 1) r.exe->recycle(std::move(old));
         dst.layout.shape = out.layout.shape;
         dst.layout.strides = out.layout.strides;
         dst.layout.offset = out.layout.offset;

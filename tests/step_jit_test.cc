@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/storage.h"
 #include "gtest/gtest.h"
 #include "nn/nn.h"
 #include "sloth/sloth.h"
@@ -300,6 +301,41 @@ TEST(StepJit, ReturnedTensorsAreFreshAndHistoryFree) {
   EXPECT_EQ(step.stats().replays, 4);  // no momentum: calls 1 and 2 agree
   for (int i = 0; i < 6; ++i) EXPECT_EQ(losses[i].item(), values[i]);  // not overwritten
   EXPECT_FALSE(losses.back().requires_grad());
+}
+
+// ---- replay cost ----
+// A replay takes its intermediates from the executable's own buffers and writes each .grad
+// into the previous step's .grad buffer: the only buffer it takes from the shared allocator
+// is the returned loss's.
+TEST(StepJit, ReplayTakesOnlyTheReturnedBufferFromTheAllocator) {
+  Data d = make_data(2, 8, 21);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  R jr(optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return jr.body(x, y); });
+  for (int i = 0; i < 6; ++i) step(d.x[i % 2], d.y[i % 2]).item();
+  ASSERT_EQ(step.stats().replays, 3) << step.stats().to_string();
+  constexpr int kReplays = 10;
+  std::vector<double> losses;
+  const int64_t before = cpu_allocator_stats().allocations;
+  for (int i = 0; i < kReplays; ++i) losses.push_back(step(d.x[i % 2], d.y[i % 2]).item());
+  const int64_t taken = cpu_allocator_stats().allocations - before;
+  EXPECT_EQ(step.stats().replays, 3 + kReplays);
+  EXPECT_EQ(taken, kReplays) << "buffers taken from the allocator by " << kReplays << " replays";
+  // Still training: the loss on the same batch goes down.
+  EXPECT_LT(losses[kReplays - 2], losses[0]);
+}
+
+// Steps that read only scalars (full(v) / 4 summed) keep their result in the executable
+// while the scalars repeat, and compute again when they change.
+TEST(StepJit, ScalarOnlyStepsFollowTheirScalars) {
+  Tensor x = ones({3});
+  mark_step();
+  for (double v : {1.0, 2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 2.5}) {
+    Tensor y = x + (full({4}, v) / 4.0).sum();
+    const std::vector<float> got = y.to_vector<float>();
+    ASSERT_EQ(got.size(), 3u);
+    for (float g : got) EXPECT_FLOAT_EQ(g, static_cast<float>(1.0 + v)) << "v = " << v;
+  }
 }
 
 TEST(StepJit, LogsFallbackReasons) {

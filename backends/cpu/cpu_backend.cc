@@ -38,7 +38,8 @@ DeviceData& Env::alloc_to(int slot, const Shape& shape, DType dtype) {
   int64_t ne = 1;
   for (int64_t v : shape) ne *= v;
   const size_t bytes = std::max<size_t>(static_cast<size_t>(ne) * dtype_size(dtype), 1);
-  d.storage = make_ref<Storage>(cpu_allocator(), bytes);
+  if (pool != nullptr) d.storage = pool->take(bytes);
+  if (!d.storage) d.storage = make_ref<Storage>(cpu_allocator(), bytes);
   stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
   d.layout.shape.assign(shape.begin(), shape.end());
   d.layout.strides.resize(shape.size());
@@ -71,10 +72,9 @@ double Env::scalar(int slot) {
 const DeviceData& Env::get(int slot) {
   if (!has(slot) && plan->slots[slot].kind == SlotKind::kScalar) {
     const lazy::Slot& s = plan->slots[slot];
-    DeviceData d = alloc({}, s.dtype);
+    DeviceData& d = alloc_to(slot, {}, s.dtype);
     double v = scalars[s.index];
     visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = static_cast<decltype(z)>(v); });
-    vals[slot] = std::move(d);
   }
   return vals[slot];
 }
@@ -97,6 +97,8 @@ struct Step {
   mutable Layout view_in, view_out;
   // The profiler's description (backends/cpu/profile_info.h), made on the first profiled run.
   mutable std::shared_ptr<const lazy::profiling::KernelInfo> prof;
+  // Index in CpuExecutable::const_steps_ when the step reads nothing but scalars, else -1.
+  int32_t const_index = -1;
 };
 
 // Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
@@ -166,6 +168,7 @@ class CpuExecutable final : public lazy::Executable {
         steps_[k].push_back(std::move(st));
       }
     find_row_groups();
+    find_constant_steps();
   }
 
   absl::Status run(absl::Span<const DeviceData> inputs, absl::Span<const double> scalars,
@@ -175,6 +178,17 @@ class CpuExecutable final : public lazy::Executable {
   absl::Status run_donating(absl::Span<DeviceData> inputs, absl::Span<const double> scalars,
                             std::vector<DeviceData>* outputs, lazy::RunStats* stats) override {
     return run_bound({}, inputs, scalars, outputs, stats);
+  }
+
+  void make_hot() override {
+    for (const auto& ks : steps_)
+      for (const Step& st : ks)
+        if (st.program) st.program->make_hot();
+  }
+  void recycle(StoragePtr storage) override {
+    if (busy_.exchange(true, std::memory_order_acquire)) return;  // a run holds the pool
+    pool_.give(storage);
+    busy_.store(false, std::memory_order_release);
   }
 
   // Exactly one of `shared` / `owned` holds the inputs; owned ones are moved into the run
@@ -197,13 +211,22 @@ class CpuExecutable final : public lazy::Executable {
         // A failed run still waits for its collectives (their buffers stay alive until then).
         if (!env.pending.empty()) (void)finish_pending(env, env.pending.size());
         // Drop every reference (inputs too: a later donation check must not see them).
-        for (DeviceData& d : env.vals) d.storage.reset();
+        // Values computed here that nothing else holds go to the pool (not inputs: those
+        // are the caller's, donated or not).
+        if (env.pool != nullptr)
+          for (size_t s = 0; s < env.vals.size(); ++s) {
+            if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
+            else env.vals[s].storage.reset();
+          }
+        else
+          for (DeviceData& d : env.vals) d.storage.reset();
         if (busy) busy->store(false, std::memory_order_release);
       }
     } done{env, mine ? &busy_ : nullptr};
     const size_t num_inputs = shared.size() + owned.size();
     lazy::RunStats local;
     env.plan = &plan_;
+    env.pool = mine ? &pool_ : nullptr;
     env.scalars = scalars;
     env.stats = stats ? stats : &local;
     if (max_input_ >= static_cast<int32_t>(num_inputs))
@@ -235,10 +258,31 @@ class CpuExecutable final : public lazy::Executable {
               "cpu backend: kernel %d reads slot %d before it is computed", k, r));
       return absl::OkStatus();
     };
+    // Steps computed from scalars only keep their results while the scalars repeat.
+    bool consts_hit = false;
+    if (mine && !const_steps_.empty()) {
+      consts_hit = consts_ready_;
+      for (size_t j = 0; j < const_scalars_.size() && consts_hit; ++j)
+        consts_hit = std::memcmp(&scalars[const_scalars_[j]], &const_scalar_vals_[j],
+                                 sizeof(double)) == 0;
+      consts_ready_ = false;
+    }
     for (const Op& op : ops_) {
       switch (op.kind) {
         case Op::kStep: {
           const Step& st = steps_[op.k][op.i];
+          if (st.const_index >= 0 && mine) {
+            ConstStep& c = const_steps_[st.const_index];
+            if (consts_hit) {
+              for (size_t j = 0; j < c.outs.size(); ++j)
+                if (c.vals[j].storage) env.set_view(c.outs[j], c.vals[j]);
+              break;
+            }
+            SLOTH_RETURN_IF_ERROR(check_reads(st, op.k));
+            SLOTH_RETURN_IF_ERROR(execute(env, st));
+            for (size_t j = 0; j < c.outs.size(); ++j) c.vals[j] = env.vals[c.outs[j]];
+            break;
+          }
           SLOTH_RETURN_IF_ERROR(check_reads(st, op.k));
           if (lazy::profiling::on()) {
             auto info = profile_info(st);
@@ -280,11 +324,21 @@ class CpuExecutable final : public lazy::Executable {
         }
         case Op::kEndKernel:
           if (!steps_[op.k].empty()) ++env.stats->kernels_launched;
-          for (int32_t s : release_[op.k]) env.vals[s].storage.reset();
+          for (int32_t s : release_[op.k]) {
+            if (env.pool != nullptr && plan_.slots[s].kind != SlotKind::kInput)
+              env.pool->give(env.vals[s].storage);
+            else
+              env.vals[s].storage.reset();
+          }
           break;
       }
     }
     SLOTH_RETURN_IF_ERROR(finish_pending(env, env.pending.size()));
+    if (mine && !const_steps_.empty()) {
+      for (size_t j = 0; j < const_scalars_.size(); ++j)
+        const_scalar_vals_[j] = scalars[const_scalars_[j]];
+      consts_ready_ = true;
+    }
     // Assigned into the caller's elements: a caller that reuses `outputs` run after run
     // (sloth::jit's replays) keeps their layout vectors' capacity, so nothing is allocated.
     outputs->resize(plan_.outputs.size());
@@ -431,6 +485,7 @@ class CpuExecutable final : public lazy::Executable {
         steps_[k].push_back(std::move(st));
       }
     find_row_groups();
+    find_constant_steps();
   }
 
   // Row groups: consecutive steps that all loop over the same rows (dim 0) and read what an
@@ -549,6 +604,50 @@ class CpuExecutable final : public lazy::Executable {
     }
   }
 
+  // Steps that read only scalars (directly or through other such steps) and write small
+  // values that are not plan outputs: a loss's backward seed (full, div, reshape, expand).
+  // Their results are kept by the executable and reused while the scalars they read repeat
+  // (every replay of a jitted step). Collective and other kernel-op steps are left out.
+  void find_constant_steps() {
+    std::vector<char> is_const(plan_.slots.size(), 0), plan_out(plan_.slots.size(), 0);
+    for (int32_t o : plan_.outputs) plan_out[o] = 1;
+    for (const Op& op : ops_) {
+      if (op.kind != Op::kStep) continue;
+      Step& st = steps_[op.k][op.i];
+      if (st.kind == StepKind::kKernel) continue;
+      std::vector<int32_t> ins = st.instrs;
+      if (st.instr >= 0) ins.push_back(st.instr);
+      if (ins.empty()) continue;
+      std::vector<int32_t> outs, scal;
+      for (int32_t i : ins) outs.push_back(plan_.instrs[i].out);
+      bool ok = true;
+      for (int32_t i : ins)
+        for (int32_t s : plan_.instrs[i].in) {
+          const lazy::Slot& sl = plan_.slots[s];
+          if (sl.kind == SlotKind::kScalar) {
+            ok = ok && sl.index >= 0;
+            scal.push_back(sl.index);
+          } else if (sl.kind == SlotKind::kInput ||
+                     (!is_const[s] && std::find(outs.begin(), outs.end(), s) == outs.end())) {
+            ok = false;
+          }
+        }
+      for (int32_t o : outs) {
+        const lazy::Slot& sl = plan_.slots[o];
+        ok = ok && !plan_out[o] &&
+             static_cast<size_t>(numel(sl.shape)) * dtype_size(sl.dtype) <= BufferPool::kMaxBuffer;
+      }
+      if (!ok) continue;
+      for (int32_t o : outs) is_const[o] = 1;
+      st.const_index = static_cast<int32_t>(const_steps_.size());
+      const_steps_.push_back(ConstStep{outs, std::vector<DeviceData>(outs.size())});
+      for (int32_t x : scal)
+        if (std::find(const_scalars_.begin(), const_scalars_.end(), x) == const_scalars_.end())
+          const_scalars_.push_back(x);
+    }
+    const_scalar_vals_.assign(const_scalars_.size(), 0.0);
+  }
+
   // The profiler's view of a step, computed once per executable.
   std::shared_ptr<const lazy::profiling::KernelInfo> profile_info(const Step& st) {
     std::lock_guard<std::mutex> l(prof_mu_);  // concurrent runs of one executable
@@ -599,7 +698,16 @@ class CpuExecutable final : public lazy::Executable {
   std::vector<Op> ops_;  // what run_bound does, in order
   std::vector<int32_t> input_slots_;
   int32_t max_input_ = -1, max_scalar_ = -1;
+  struct ConstStep {
+    std::vector<int32_t> outs;     // slots the step writes
+    std::vector<DeviceData> vals;  // their values from the last run that computed them
+  };
+  std::vector<ConstStep> const_steps_;  // (find_constant_steps; used by the run holding busy_)
+  std::vector<int32_t> const_scalars_;  // scalar indices they read, and their last values
+  std::vector<double> const_scalar_vals_;
+  bool consts_ready_ = false;
   Env env_;  // per-run slot table, reused
+  BufferPool pool_;  // used by the run that holds busy_
   std::atomic<bool> busy_{false};
 };
 

@@ -23,7 +23,7 @@ uint64_t as_u64(double v) { return static_cast<uint64_t>(static_cast<int64_t>(v)
 }  // namespace
 
 absl::Status run_factory(Env& env, const Instr& in) {
-  DeviceData out = env.alloc(in.shape, in.dtype);
+  DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);  // no DeviceData per run
   const int64_t n = out.numel();
   absl::Status st = absl::OkStatus();
   visit_dtype(in.dtype, [&](auto z) {
@@ -86,9 +86,7 @@ absl::Status run_factory(Env& env, const Instr& in) {
             absl::StrFormat("cpu backend: %s is not a factory", op_name(in.op)));
     }
   });
-  if (!st.ok()) return st;
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
+  return st;
 }
 
 }  // namespace sloth::cpu

@@ -37,8 +37,47 @@ struct Pending {
   std::unique_ptr<PendingWrite> write;
 };
 
+// An executable's private pool of small buffers: what a run released is kept for the next
+// run of the same executable, so a replayed step (the same shapes every time) takes no
+// buffer from the shared allocator (no lock, no Storage object allocated). Exact byte sizes
+// match; buffers above kMaxBuffer, and beyond kBudget bytes in all, go back to the
+// allocator, so big graphs keep sharing memory across executables.
+class BufferPool {
+ public:
+  static constexpr size_t kMaxBuffer = size_t{64} << 10;
+  static constexpr size_t kBudget = size_t{1} << 20;
+  // A buffer of exactly `bytes`, or null.
+  StoragePtr take(size_t bytes) {
+    for (size_t i = free_.size(); i-- > 0;)
+      if (free_[i]->bytes() == bytes) {
+        StoragePtr s = std::move(free_[i]);
+        if (i + 1 != free_.size()) free_[i] = std::move(free_.back());
+        free_.pop_back();
+        held_ -= bytes;
+        return s;
+      }
+    return nullptr;
+  }
+  // Keeps `s` (and resets it) when nothing else references it and it fits; else just resets.
+  void give(StoragePtr& s) {
+    if (s && s->use_count() == 1 && !s->external() && s->device().is_cpu() &&
+        s->bytes() <= kMaxBuffer && held_ + s->bytes() <= kBudget) {
+      held_ += s->bytes();
+      free_.push_back(std::move(s));
+    }
+    s.reset();
+  }
+  size_t held_bytes() const { return held_; }
+
+ private:
+  std::vector<StoragePtr> free_;
+  size_t held_ = 0;
+};
+
 struct Env {
   const Plan* plan = nullptr;
+  // The executable's pool (see BufferPool), or null (a concurrent run of one executable).
+  BufferPool* pool = nullptr;
   // ---- distributed ----
   std::vector<Pending> pending;  // in start order
   absl::Span<const double> scalars;
@@ -95,6 +134,9 @@ class ElementwiseProgram {
   // not depend on sizes (steps, registers, the compiled kernel) is shared or copied.
   virtual std::unique_ptr<ElementwiseProgram> resized(const Shape& shape,
                                                       const Instr* reduce) const = 0;
+  // The program will run many times (its executable is replayed by sloth::jit): compile it
+  // now (in the background) even if a single run is too small to pay for a compile.
+  virtual void make_hot() const {}
 };
 struct ProgramOptions {
   // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is

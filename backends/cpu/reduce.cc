@@ -19,6 +19,7 @@
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
+#include "core/op_attrs.h"
 
 namespace sloth::cpu {
 namespace {
@@ -58,8 +59,13 @@ struct Geometry {
   int64_t kn = 1, rn = 1;
 };
 
-Geometry split(const DeviceData& x, absl::Span<const int64_t> dims) {
-  Geometry g;
+// Fills `g` (cleared first: a reused Geometry keeps its vectors' capacity, so a reduction
+// run again and again allocates nothing here).
+void split_into(const DeviceData& x, absl::Span<const int64_t> dims, Geometry& g) {
+  g.kshape.clear();
+  g.rshape.clear();
+  g.kin.clear();
+  g.rin.clear();
   const Shape& s = x.layout.shape;
   for (size_t d = 0; d < s.size(); ++d) {
     bool red = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
@@ -71,7 +77,6 @@ Geometry split(const DeviceData& x, absl::Span<const int64_t> dims) {
   // Outputs are written in row-major order of the kept dims, so only input strides matter.
   coalesce(g.kshape, {&g.kin});
   coalesce(g.rshape, {&g.rin});
-  return g;
 }
 
 template <typename T, typename Op>
@@ -151,8 +156,13 @@ void column_sum_f32(const float* base, const Geometry& g, O* out, bool parallel)
   int64_t chunks = 1;
   if (nt > 1 && outer * cblocks < 4 * nt) chunks = std::clamp<int64_t>(g.rn / 256, 1, nt);
   const int64_t per_chunk = (g.rn + chunks - 1) / chunks;
-  Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
-  Strides ostr(g.kin.begin(), g.kin.end() - 1);
+  // Reused per thread; the tasks see them through these references (see `partial` below).
+  thread_local Shape oshape_tl;
+  thread_local Strides ostr_tl;
+  Shape& oshape = oshape_tl;
+  Strides& ostr = ostr_tl;
+  oshape.assign(g.kshape.begin(), g.kshape.end() - 1);
+  ostr.assign(g.kin.begin(), g.kin.end() - 1);
   if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
   // Row offsets of the reduced space (one coalesced dim in the common case).
   const bool one_dim = nr == 1;
@@ -216,7 +226,9 @@ void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
   if (g.kn == 1) {  // everything reduces to one value: partial sums per thread, then merge
     // Plain arrays, not std::vector: vector<bool> packs bits, and threads write neighbours.
     const int np = num_threads();
-    std::unique_ptr<A[]> part(new A[np]);
+    A part_small[16];
+    std::unique_ptr<A[]> part_heap(np > 16 ? new A[np] : nullptr);
+    A* part = np > 16 ? part_heap.get() : part_small;
     for (int i = 0; i < np; ++i) part[i] = Op::init();
     std::atomic<int> slot{0};
     auto body = [&](int64_t b, int64_t e) {
@@ -252,8 +264,13 @@ void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
   const int64_t L = g.kshape[nk - 1], outer = g.kn / L;
   constexpr int64_t kBlock = 1024;
   const int64_t blocks = (L + kBlock - 1) / kBlock;
-  Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
-  Strides ostr(g.kin.begin(), g.kin.end() - 1);
+  // Reused per thread; the tasks see them through these references (see `partial` below).
+  thread_local Shape oshape_tl;
+  thread_local Strides ostr_tl;
+  Shape& oshape = oshape_tl;
+  Strides& ostr = ostr_tl;
+  oshape.assign(g.kshape.begin(), g.kshape.end() - 1);
+  ostr.assign(g.kin.begin(), g.kin.end() - 1);
   if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
   const int nr = static_cast<int>(g.rshape.size());
   auto body = [&](int64_t b, int64_t e) {
@@ -351,14 +368,20 @@ void arg_kernel(const DeviceData& x, const Geometry& g, int64_t* out) {
 
 absl::Status run_reduce(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
-  DeviceData out = env.alloc(in.shape, in.dtype);
+  // Written straight into the slot (no DeviceData, dims or geometry vectors allocated per
+  // run: a replayed step runs the same small reductions every call).
+  DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
   const bool arg = in.op == OpId::kArgmax || in.op == OpId::kArgmin;
-  const std::vector<int64_t> dims = lazy::reduced_dims(in, x.layout.shape.size());
-  Geometry g = split(x, dims);
-  if (g.kn == 0) {
-    env.set(in.out, std::move(out));
-    return absl::OkStatus();
+  int64_t arg_dim = 0;
+  absl::Span<const int64_t> dims(in.attrs.dims.data(), in.attrs.dims.size());
+  if (arg) {
+    arg_dim = ArgReduceAttrs::of(in.attrs).dim;
+    dims = x.layout.shape.empty() ? absl::Span<const int64_t>() : absl::Span<const int64_t>(&arg_dim, 1);
   }
+  thread_local Geometry geometry;  // reduce kernels run on the calling thread's stack frame
+  Geometry& g = geometry;
+  split_into(x, dims, g);
+  if (g.kn == 0) return absl::OkStatus();
   if (arg) {
     if (g.rn == 0)
       return absl::InvalidArgumentError(
@@ -368,7 +391,6 @@ absl::Status run_reduce(Env& env, const Instr& in) {
       if (in.op == OpId::kArgmax) arg_kernel<T, true>(x, g, out.data<int64_t>());
       else arg_kernel<T, false>(x, g, out.data<int64_t>());
     });
-    env.set(in.out, std::move(out));
     return absl::OkStatus();
   }
   if (g.rn == 0 && (in.op == OpId::kAmax || in.op == OpId::kAmin))
@@ -391,9 +413,7 @@ absl::Status run_reduce(Env& env, const Instr& in) {
       }
     });
   });
-  SLOTH_RETURN_IF_ERROR(st);
-  env.set(in.out, std::move(out));
-  return absl::OkStatus();
+  return st;
 }
 
 }  // namespace sloth::cpu

@@ -4,36 +4,42 @@
 
 namespace sloth::cpu {
 
-void coalesce(Shape& shape, std::vector<Strides*> strides) {
-  Shape s;
-  std::vector<Strides> st(strides.size());
+void coalesce(Shape& shape, absl::Span<Strides* const> strides) {
+  // In place (no allocation: reductions and tile programs coalesce on every run).
+  size_t w = 0;  // drop size-1 dims
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    s.push_back(shape[d]);
-    for (size_t k = 0; k < strides.size(); ++k) st[k].push_back((*strides[k])[d]);
+    shape[w] = shape[d];
+    for (Strides* st : strides) (*st)[w] = (*st)[d];
+    ++w;
   }
-  if (s.empty()) {
+  if (w == 0) {
     // A 0-dim or all-ones shape: one element. Keep stride 0 so loaders see a broadcast.
-    s.push_back(shape.empty() || numel(shape) != 0 ? 1 : 0);
-    for (auto& v : st) v.push_back(0);
+    shape.assign(1, 1);
+    for (Strides* st : strides) st->assign(1, 0);
+    return;
   }
-  // Merge dim d into d+1 when every operand steps over d+1 exactly once per step of d.
-  Shape out{s.back()};
-  std::vector<Strides> ost(st.size());
-  for (size_t k = 0; k < st.size(); ++k) ost[k].push_back(st[k].back());
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) {
+  shape.resize(w);
+  for (Strides* st : strides) st->resize(w);
+  // Merge dim d into the outermost kept dim o when every operand steps over o exactly once
+  // per step of d; kept dims collect at the back (o only moves down, and o > d).
+  size_t o = w - 1;
+  for (int d = static_cast<int>(w) - 2; d >= 0; --d) {
     bool merge = true;
-    for (size_t k = 0; k < st.size() && merge; ++k)
-      merge = st[k][d] == ost[k].front() * out.front();
+    for (size_t k = 0; k < strides.size() && merge; ++k)
+      merge = (*strides[k])[d] == (*strides[k])[o] * shape[o];
     if (merge) {
-      out.front() *= s[d];
+      shape[o] *= shape[d];
     } else {
-      out.insert(out.begin(), s[d]);
-      for (size_t k = 0; k < st.size(); ++k) ost[k].insert(ost[k].begin(), st[k][d]);
+      --o;
+      shape[o] = shape[d];
+      for (Strides* st : strides) (*st)[o] = (*st)[d];
     }
   }
-  shape = std::move(out);
-  for (size_t k = 0; k < strides.size(); ++k) *strides[k] = std::move(ost[k]);
+  if (o > 0) {
+    shape.erase(shape.begin(), shape.begin() + static_cast<ptrdiff_t>(o));
+    for (Strides* st : strides) st->erase(st->begin(), st->begin() + static_cast<ptrdiff_t>(o));
+  }
 }
 
 namespace {

@@ -17,7 +17,7 @@ namespace sloth::cpu {
 // Merges adjacent dims that every stride vector walks contiguously, and drops size-1 dims,
 // so that a contiguous tensor becomes 1-D and inner loops are as long as possible. Always
 // leaves at least one dim. `strides` are rewritten in place.
-void coalesce(Shape& shape, std::vector<Strides*> strides);
+void coalesce(Shape& shape, absl::Span<Strides* const> strides);
 
 // dst[i] = src[i] (or dst[i] += src[i]) over `shape`, converting src's dtype to dst's.
 // Pointers address element 0 of each view; strides are in elements; stride 0 is allowed on

@@ -2,6 +2,8 @@
 // each operand's read path chosen (in place, linear with conversion, or strided/broadcast),
 // scalars read. The read paths depend only on the operands' layouts, so they are kept from
 // run to run and recomputed only when a layout changes.
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/tile_program.h"
@@ -84,7 +86,9 @@ void TileProgram::rebind(Env& env, Bind& b) const {
     x.linear = b.st[e] == lin;
     x.direct = x.linear && data[e]->dtype == exts_[e].dtype;
     x.src_size = dtype_size(data[e]->dtype);
-    x.load = tile::load_for(data[e]->dtype, exts_[e].dtype);
+    const bool splat = std::all_of(b.st[e].begin(), b.st[e].end(), [](int64_t s) { return s == 0; });
+    x.load = splat ? tile::splat_for(data[e]->dtype, exts_[e].dtype)
+                   : tile::load_for(data[e]->dtype, exts_[e].dtype);
     x.conv = ew::conv_for(data[e]->dtype, exts_[e].dtype);
   }
   b.valid = true;

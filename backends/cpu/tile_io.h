@@ -42,6 +42,21 @@ void load_strided(const LoadArgs& a, int64_t start, int64_t n, void* dst_v) {
                     dst += run;
                   });
 }
+// An operand broadcast from one element (every stride 0: a learning rate, a 0-dim tensor):
+// one read and a fill, without walking the loop space.
+template <typename S, typename D>
+void load_splat(const LoadArgs& a, int64_t, int64_t n, void* dst_v) {
+  const D v = static_cast<D>(*reinterpret_cast<const S*>(a.base));
+  D* dst = static_cast<D*>(dst_v);
+  for (int64_t j = 0; j < n; ++j) dst[j] = v;
+}
+inline LoadFn splat_for(DType from, DType to) {
+  return visit_dtype(from, [&](auto s) {
+    return visit_dtype(to, [&](auto d) -> LoadFn {
+      return &load_splat<decltype(s), decltype(d)>;
+    });
+  });
+}
 inline LoadFn load_for(DType from, DType to) {
   return visit_dtype(from, [&](auto s) {
     return visit_dtype(to, [&](auto d) -> LoadFn {

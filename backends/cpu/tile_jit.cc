@@ -27,6 +27,18 @@ TileProgram::TileFn TileProgram::jit_fn(int64_t n) const {
   return reinterpret_cast<TileFn>(f);
 }
 
+// A replayed step runs its small programs thousands of times: the compiled loop (one pass,
+// values in registers) beats the interpreter's pass per instruction even at a few hundred
+// elements. Tiny programs (a bias of one element) are left interpreted.
+void TileProgram::make_hot() const {
+  constexpr int64_t kHotMinWork = 256;  // elements x computing steps
+  if (!jit_ || compute_steps_ == 0 || jit::mode() == jit::Mode::kOff) return;
+  if (n_ * compute_steps_ < kHotMinWork) return;
+  if (jit_->fn.load(std::memory_order_acquire) == nullptr &&
+      !jit_->requested.load(std::memory_order_relaxed))
+    request_jit();
+}
+
 // The form is shared with the request (it is immutable), so the program may be destroyed
 // while its compile waits in the queue.
 void TileProgram::request_jit() const {

@@ -53,6 +53,7 @@ class TileProgram final : public ElementwiseProgram {
   bool row_blockable() const override;
   absl::Status begin_rows(Env& env) const override;
   void run_rows(int64_t r0, int64_t r1) const override;
+  void make_hot() const override;
   std::unique_ptr<ElementwiseProgram> resized(const Shape& shape,
                                               const Instr* reduce) const override;
 
