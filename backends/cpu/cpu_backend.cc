@@ -73,7 +73,7 @@ const DeviceData& Env::get(int slot) {
     const lazy::Slot& s = plan->slots[slot];
     DeviceData d = alloc({}, s.dtype);
     double v = scalars[s.index];
-    visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = static_cast<decltype(z)>(v); });
+    visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = convert_to<decltype(z)>(v); });
     vals[slot] = std::move(d);
   }
   return vals[slot];
