@@ -118,6 +118,7 @@ const char* scalar_type_name(DType d) {
     case DType::kInt64: return "long";
     case DType::kFloat32: return "float";
     case DType::kFloat64: return "double";
+    case DType::kUInt8: return "unsigned char";
   }
   return dtype_name(d);
 }

@@ -9,15 +9,16 @@ const char* dtype_name(DType t) {
     case DType::kInt64: return "int64";
     case DType::kFloat32: return "float32";
     case DType::kFloat64: return "float64";
+    case DType::kUInt8: return "uint8";
   }
   return "?";
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  // The enum is ordered so that within and across categories the larger value holds the
-  // smaller one, which is exactly torch.promote_types for these five types.
-  return static_cast<uint8_t>(a) > static_cast<uint8_t>(b) ? a : b;
+  // Within and across categories the larger rank holds the smaller one, which is exactly
+  // torch.promote_types for these six types (uint8 + int32 -> int32, bool + uint8 -> uint8).
+  return dtype_rank(a) > dtype_rank(b) ? a : b;
 }
 
 }  // namespace sloth

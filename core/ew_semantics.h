@@ -48,6 +48,7 @@ template <bool c, typename A, typename B> struct PickT { using type = A; };
 template <typename A, typename B> struct PickT<false, A, B> { using type = B; };
 template <bool c, typename A, typename B> using Pick = typename PickT<c, A, B>::type;
 template <typename T> struct UnsignedT;
+template <> struct UnsignedT<unsigned char> { using type = unsigned char; };
 template <> struct UnsignedT<int> { using type = unsigned int; };
 template <> struct UnsignedT<long> { using type = unsigned long; };
 template <> struct UnsignedT<long long> { using type = unsigned long long; };
@@ -200,6 +201,14 @@ SLOTH_EW_FN float verff(float x) {
   q = m::fma(q, s, 1.28379166e-1f);
   q = m::fma(q, x, x);
   return t > 0.927734375f ? r : q;
+}
+
+// Conversion between compute types (core/dtype.h's convert_to, for generated kernels): a
+// floating value becomes uint8 through int64, so integral values wrap mod 256 as PyTorch's
+// int64 -> uint8 (numbers reach kernels as doubles) instead of being undefined.
+template <typename D, typename S> SLOTH_EW_FN D cvt(S x) {
+  if constexpr (kSame<D, unsigned char> && kFloat<S>) return static_cast<D>(static_cast<long long>(x));
+  else return static_cast<D>(x);
 }
 
 // Float-only functions on an integer compute type never come from the shape rules (they

@@ -21,6 +21,13 @@ absl::Status need_floating(OpId op, const TensorMeta& m, const char* what) {
 }
 
 absl::Status need_index(OpId op, const TensorMeta& m, const char* what) {
+  // ---- uint8 ----
+  // PyTorch takes no uint8 indices (index_select/gather reject them; x[u8] is a deprecated
+  // mask), so uint8 is rejected here too rather than read as positions.
+  if (m.dtype == DType::kUInt8)
+    return invalid("%s: %s must be an int64 or int32 tensor, got uint8; convert positions with "
+                   ".to(kLong), or use a bool mask (x.masked_select(m.to(kBool)))",
+                   op_name(op), what);
   if (!is_integral(m.dtype))
     return invalid("%s: %s must be an int64 or int32 tensor, got %s", op_name(op), what,
                    dtype_name(m.dtype));

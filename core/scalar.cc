@@ -14,6 +14,12 @@ bool Scalar::fits(DType d) const {
       if (kind_ != Kind::kFloat || !std::isfinite(v_.d)) return true;
       return std::fabs(v_.d) <= static_cast<double>(std::numeric_limits<float>::max());
     }
+    case DType::kUInt8:
+      if (kind_ == Kind::kBool) return true;
+      // c10's overflows<uint8_t>: an integer may be negative down to -255 (-1 fills 255), a
+      // floating value must lie in [0, 255] (-0.5 and 255.5 are errors, NaN too).
+      if (kind_ == Kind::kInt) return v_.i >= -255 && v_.i <= 255;
+      return v_.d >= 0.0 && v_.d <= 255.0;
     case DType::kInt32:
     case DType::kInt64: {
       const bool i32 = d == DType::kInt32;
@@ -36,6 +42,7 @@ Scalar Scalar::converted_to(DType d) const {
     case DType::kBool: return Scalar(to<bool>());
     case DType::kInt32: return Scalar(static_cast<int64_t>(to<int32_t>()));
     case DType::kInt64: return Scalar(to<int64_t>());
+    case DType::kUInt8: return Scalar(static_cast<int64_t>(to<uint8_t>()));
     case DType::kFloat32: return Scalar(static_cast<double>(to<float>()));
     case DType::kFloat64: break;
   }

@@ -26,6 +26,7 @@ const char* st_dtype(DType d) {
     case DType::kInt64: return "I64";
     case DType::kInt32: return "I32";
     case DType::kBool: return "BOOL";
+    case DType::kUInt8: return "U8";
   }
   fail("safetensors: unsupported dtype %s", dtype_name(d));
 }
@@ -36,6 +37,7 @@ bool parse_dtype(const std::string& s, DType* d) {
   else if (s == "I64") *d = DType::kInt64;
   else if (s == "I32") *d = DType::kInt32;
   else if (s == "BOOL") *d = DType::kBool;
+  else if (s == "U8") *d = DType::kUInt8;
   else return false;
   return true;
 }
@@ -51,6 +53,7 @@ std::string tensor_bytes(const Tensor& t) {
     case DType::kFloat64: put(t.to_vector<double>()); break;
     case DType::kInt64: put(t.to_vector<int64_t>()); break;
     case DType::kInt32: put(t.to_vector<int32_t>()); break;
+    case DType::kUInt8: put(t.to_vector<uint8_t>()); break;
     case DType::kBool: {
       std::vector<uint8_t> v = t.to_vector<uint8_t>();
       for (auto& b : v) b = b ? 1 : 0;
@@ -75,6 +78,7 @@ Tensor tensor_from_bytes(const char* p, const Shape& shape, DType d) {
     case DType::kFloat64: return get(double{});
     case DType::kInt64: return get(int64_t{});
     case DType::kInt32: return get(int32_t{});
+    case DType::kUInt8: return get(uint8_t{});
     case DType::kBool: {
       std::vector<bool> v(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) v[i] = p[i] != 0;

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
-#include <string>
 
 #include "nn/module.h"
 
@@ -38,9 +40,33 @@ class Dropout2dImpl : public Module {
   std::string extra_repr() const override;
 };
 
+namespace functional_detail {
+// Whether f(x, the first N of the bound arguments) is a call returning a Tensor.
+template <class F, class Tuple, class Seq> struct PrefixCallable;
+template <class F, class Tuple, size_t... I>
+struct PrefixCallable<F, Tuple, std::index_sequence<I...>>
+    : std::bool_constant<
+          std::is_invocable_r_v<Tensor, F&, const Tensor&, std::tuple_element_t<I, Tuple>&...>> {};
+template <class... A>
+constexpr bool last_is_nullopt() {
+  if constexpr (sizeof...(A) == 0) return false;
+  else return std::is_same_v<std::tuple_element_t<sizeof...(A) - 1, std::tuple<A...>>, std::nullopt_t>;
+}
+// The bound arguments f takes: all of them, or all but a trailing nullopt.
+template <class F, class... A>
+inline constexpr bool kBindable =
+    std::is_invocable_r_v<Tensor, F&, const Tensor&, A&...> ||
+    (last_is_nullopt<A...>() &&
+     PrefixCallable<F, std::tuple<A...>, std::make_index_sequence<sizeof...(A) - 1>>::value);
+}  // namespace functional_detail
+
 // Wraps a function as a module, for Sequential: nn::Functional(sloth::relu), or with the
 // arguments after the input bound: nn::Functional(sloth::log_softmax, 1) calls
-// log_softmax(x, 1). (LibTorch's torch::nn::Functional.)
+// log_softmax(x, 1), nn::Functional(sloth::max_pool2d, 3, stride, 0, 1, false) calls
+// max_pool2d(x, 3, stride, 0, 1, false). (LibTorch's torch::nn::Functional.) A trailing
+// nullopt the function has no parameter for is dropped: LibTorch's
+// Functional(torch::log_softmax, 1, torch::nullopt) passes softmax's optional dtype, which
+// sloth's log_softmax does not have (it computes in the input's dtype, the same result).
 class FunctionalImpl : public Module {
  public:
   using Function = std::function<Tensor(Tensor)>;
@@ -48,11 +74,23 @@ class FunctionalImpl : public Module {
     if (!f_) fail("nn::Functional: the function is empty");
   }
   template <class F, class A, class... Rest>
-    requires std::is_invocable_r_v<Tensor, F&, const Tensor&, A&, Rest&...>
+    requires functional_detail::kBindable<F, A, Rest...>
   FunctionalImpl(F f, A a, Rest... rest)
-      : FunctionalImpl(Function([f, a, rest...](Tensor x) { return f(x, a, rest...); })) {}
+      : FunctionalImpl(bind(f, std::tuple<A, Rest...>(a, rest...))) {}
   Tensor forward(Tensor x) { return f_(std::move(x)); }
  private:
+  template <class F, class Tuple, size_t... I>
+  static Function bind_first(F f, Tuple t, std::index_sequence<I...>) {
+    return [f, t](Tensor x) { return f(x, std::get<I>(t)...); };
+  }
+  template <class F, class... A>
+  static Function bind(F f, std::tuple<A...> t) {
+    constexpr size_t n = sizeof...(A);
+    if constexpr (std::is_invocable_r_v<Tensor, F&, const Tensor&, A&...>)
+      return bind_first(f, std::move(t), std::make_index_sequence<n>{});
+    else
+      return bind_first(f, std::move(t), std::make_index_sequence<n - 1>{});
+  }
   Function f_;
 };
 

@@ -69,6 +69,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // buffer slot by its copy there): references returned by register_parameter and
   // register_buffer (and the built-in modules' members) follow, copies made earlier do not.
   void to(Device device);
+  void to(DeviceType type) { to(Device{type, 0}); }  // LibTorch's net->to(torch::kCPU)
   // Converts every floating-point parameter and buffer to `dtype` (same rules as to(Device));
   // integer buffers such as BatchNorm's num_batches_tracked keep their dtype, as in PyTorch.
   void to(DType dtype);

@@ -41,13 +41,18 @@ std::shared_ptr<const Tensor::GradFnInfo> Tensor::grad_fn() const {
   return std::make_shared<const GradFnInfo>(GradFnInfo{std::move(n)});
 }
 
-// ---- kUInt8 input format ----
-Tensor from_blob(const void* data, Shape shape, ByteDType) {
-  for (int64_t d : shape)
-    if (d < 0) fail("from_blob: negative size in shape %s", shape_str(shape));
-  const auto* p = static_cast<const uint8_t*>(data);
-  std::vector<int32_t> v(p, p + numel(shape));
-  return from_vector(v, std::move(shape), TensorOptions().dtype(DType::kInt32));
+// ---- Tensor methods with a number operand (x.div(255)) ----
+namespace {
+// other * alpha as one number of the kind PyTorch's promotion would see (int stays int).
+Scalar times_alpha(const Scalar& o, const Scalar& alpha) {
+  if (!alpha.is_boolean() && alpha.to<double>() == 1) return o;
+  if (o.is_integral() && alpha.is_integral()) return Scalar(o.to<int64_t>() * alpha.to<int64_t>());
+  return Scalar(o.to<double>() * alpha.to<double>());
 }
+}  // namespace
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return *this + times_alpha(o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return *this - times_alpha(o, alpha); }
+Tensor Tensor::mul(const Scalar& o) const { return *this * o; }
+Tensor Tensor::div(const Scalar& o) const { return *this / o; }
 
 }  // namespace sloth

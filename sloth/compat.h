@@ -5,6 +5,7 @@
 #pragma once
 
 #include <concepts>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,9 +18,9 @@
 
 namespace sloth {
 
-// torch::kFloat, kDouble, kLong, kInt (there is no 8-bit dtype yet: kByte/kUInt8 are missing).
+// torch::kFloat, kDouble, kLong, kInt, kByte (kUInt8 itself is in core/dtype.h).
 inline constexpr DType kFloat = DType::kFloat32, kDouble = DType::kFloat64,
-                       kLong = DType::kInt64, kInt = DType::kInt32;
+                       kLong = DType::kInt64, kInt = DType::kInt32, kByte = DType::kUInt8;
 inline constexpr DeviceType kCPU = DeviceType::kCPU, kCUDA = DeviceType::kCUDA;
 
 // x += y is x.add_(y) (in place: bumps the version, writes through views), and so on.
@@ -52,32 +53,21 @@ inline Tensor tensor(std::vector<double> values, TensorOptions o) {
 // torch::ones({2, 2}, torch::requires_grad()).
 inline TensorOptions requires_grad(bool on = true) { return TensorOptions().requires_grad(on); }
 
-// torch::kUInt8 / kByte where bytes enter (images are bytes). sloth has no 8-bit dtype yet:
-// from_blob(p, shape, kUInt8) copies the bytes into an int32 tensor (values 0..255 exactly),
-// so .to(kFloat), arithmetic, comparisons and cat give PyTorch's values. Unlike LibTorch's
-// from_blob this copies (writes through the tensor do not reach p; p may be freed at once).
-// Where a uint8 tensor would be produced (x.to(kByte), zeros(n, kByte)), kUInt8 is not a
-// DType, so such code does not compile instead of silently computing in another type.
-struct ByteDType {};
-inline constexpr ByteDType kUInt8{}, kByte{};
-Tensor from_blob(const void* data, Shape shape, ByteDType);
-
 // torch::cuda::is_available(), device_count().
 namespace cuda {
 inline bool is_available() { return cuda_is_available(); }
 inline int64_t device_count() { return cuda_is_available() ? 1 : 0; }
 }  // namespace cuda
 
-// max_pool2d(x, 2): one size for both sides (LibTorch's ExpandingArray<2>).
-template <std::integral I>
-Tensor max_pool2d(const Tensor& x, I kernel_size) {
-  return max_pool2d(x, Shape{int64_t(kernel_size), int64_t(kernel_size)});
-}
-template <std::integral I, std::integral J>
-Tensor max_pool2d(const Tensor& x, I kernel_size, J stride) {
-  return max_pool2d(x, Shape{int64_t(kernel_size), int64_t(kernel_size)},
-                    Shape{int64_t(stride), int64_t(stride)});
-}
+// ---- custom-dataset port: LibTorch names it uses ----
+// max_pool2d(x, 2) / max_pool2d(x, 3, 2) take IntArrayRefs (sloth/int_list.h), one function, so
+// that nn::Functional(max_pool2d, ...) can name it. torch::reshape as a free function (one
+// overload, for Functional(torch::reshape, shape)); torch::optional / torch::nullopt.
+inline Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape.vec()); }
+template <typename T>
+using optional = std::optional<T>;
+using std::nullopt;
+using std::nullopt_t;
 
 namespace autograd {
 using variable_list = std::vector<Tensor>;   // LibTorch's names for a list of tensors

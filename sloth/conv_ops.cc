@@ -352,20 +352,20 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                             groups, false));
 }
 
-Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride, Shape padding,
-                  Shape dilation, bool ceil_mode) {
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   return call_op(OpId::kMaxPool2d, {input},
                  pool_attrs("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode));
 }
-std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape kernel_size,
-                                                   Shape stride, Shape padding, Shape dilation,
-                                                   bool ceil_mode) {
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride, IntArrayRef padding,
+                                                   IntArrayRef dilation, bool ceil_mode) {
   const PoolAttrs a = pool_attrs("max_pool2d_with_indices", kernel_size, stride, padding,
                                  dilation, ceil_mode);
   return max_pool_values_indices(input, a);
 }
-Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride, Shape padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   if (divisor_override && *divisor_override == 0)
     throw Error("avg_pool2d: divisor must be not zero; pass std::nullopt for the window size");
   PoolAttrs a = pool_attrs("avg_pool2d", kernel_size, stride, padding, {1}, ceil_mode);

@@ -111,10 +111,20 @@ template Tensor from_vector<double>(const std::vector<double>&, Shape, TensorOpt
 template Tensor from_vector<int32_t>(const std::vector<int32_t>&, Shape, TensorOptions);
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, Shape, TensorOptions);
 template Tensor from_vector<bool>(const std::vector<bool>&, Shape, TensorOptions);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, Shape, TensorOptions);
 
 Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter) {
   for (int64_t d : shape)
     if (d < 0) fail("from_blob: negative size in shape %s", shape_str(shape));
+  // ---- uint8 ----
+  // Image bytes without a deleter (torch::from_blob(mat.ptr(), {h, w}, kUInt8), the
+  // custom-dataset idiom) are copied at once: sloth records lazily, and such a buffer usually
+  // dies when the loading function returns, before the step reads it (LibTorch's eager cat/to
+  // copy it in time). Other dtypes, and any call with a deleter, share the memory.
+  if (dtype == DType::kUInt8 && !deleter) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    return host_tensor(p, numel(shape), shape, dtype);
+  }
   lazy::DeviceData d;
   size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
   d.storage = make_ref<Storage>(data, bytes, Device::cpu(), std::move(deleter));

@@ -132,9 +132,6 @@ namespace {
 // sum of the weights of the samples not ignored, as PyTorch.
 Tensor weighted_class_loss(const char* op, const Tensor& x, const Tensor& t, const Tensor& w,
                            int64_t ignore, Reduction r, double smoothing, bool logits) {
-  if (smoothing > 0)
-    fail("%s: a class weight together with label_smoothing is not supported yet; drop one of "
-         "them", op);
   const int64_t c = x.dim() == 1 ? x.size(0) : x.dim() >= 2 ? x.size(1) : -1;
   if (w.dim() != 1 || w.size(0) != c)
     fail("%s: weight must be 1-D with one value per class (%d), got shape %s; pass a [C] tensor",
@@ -149,9 +146,20 @@ Tensor weighted_class_loss(const char* op, const Tensor& x, const Tensor& t, con
   Tensor wy = index_select(w.to(per.dtype()), 0, idx.reshape({-1})).reshape(t.shape()) *
               keep.to(per.dtype());
   Tensor l = per * wy;
-  if (r == Reduction::kNone) return l;
-  if (r == Reduction::kSum) return sum(l);
-  return sum(l) / sum(wy);
+  auto reduce = [&](const Tensor& v) {
+    return r == Reduction::kNone ? v : r == Reduction::kSum ? sum(v) : sum(v) / sum(wy);
+  };
+  if (!(logits && smoothing > 0)) return reduce(l);
+  // ---- class weight with label_smoothing ----
+  // PyTorch 1.13's cross_entropy_loss_label_smoothing: (1 - e) * weighted nll + (e / C) *
+  // smooth, where smooth_i = -sum_c w[c] log_softmax(x)_ic (0 where ignored) and the mean of
+  // smooth divides by the same summed target weights as the nll term.
+  const int64_t cd = x.dim() == 1 ? 0 : 1;
+  Shape bs(static_cast<size_t>(x.dim()), 1);
+  bs[static_cast<size_t>(cd)] = c;
+  Tensor lp = log_softmax(x, cd);
+  Tensor smooth = -(lp * w.to(lp.dtype()).view(bs)).sum(cd) * keep.to(lp.dtype());
+  return reduce(l) * (1.0 - smoothing) + reduce(smooth) * (smoothing / double(c));
 }
 }  // namespace
 

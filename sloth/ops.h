@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sloth/int_list.h"
 #include "sloth/op_api.h"
 #include "sloth/tensor.h"
 
@@ -214,16 +215,20 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         Shape output_padding = {0, 0}, int64_t groups = 1,
                         Shape dilation = {1, 1});
 // stride {} = kernel_size. The gradient goes to the first maximum of each window.
-Tensor max_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
-                  Shape padding = {0, 0}, Shape dilation = {1, 1}, bool ceil_mode = false);
+// The size lists are IntArrayRefs (sloth/int_list.h): max_pool2d(x, 3, 2) as LibTorch, and the
+// one function `Functional(max_pool2d, 3, stride, 0, 1, false)` can name.
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                  bool ceil_mode = false);
 // (values, indices): indices are int64, the flat index h*W+w of each window's maximum in its
 // input plane (PyTorch's return_indices); values are differentiable as max_pool2d's.
-std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape kernel_size,
-                                                   Shape stride = {}, Shape padding = {0, 0},
-                                                   Shape dilation = {1, 1},
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {},
+                                                   IntArrayRef padding = {0, 0},
+                                                   IntArrayRef dilation = {1, 1},
                                                    bool ceil_mode = false);
-Tensor avg_pool2d(const Tensor& input, Shape kernel_size, Shape stride = {},
-                  Shape padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size);
 

@@ -181,7 +181,9 @@ Tensor& Tensor::requires_grad_(bool r) {
          "was computed by %s (use detach() to get a tensor without history)",
          m->grad_fn->name());
   if (r && !is_floating(dtype()))
-    fail("requires_grad_: only floating-point tensors can require gradients, got %s",
+    fail("requires_grad_: only floating-point tensors can require gradients (PyTorch: \"only "
+         "Tensors of floating point dtype can require gradients\"), got %s; convert first with "
+         ".to(kFloat)",
          dtype_name(dtype()));
   autograd::ensure_meta(*impl()).requires_grad = r;
   return *this;

@@ -198,6 +198,11 @@ class Tensor {
   Tensor all() const;
   Tensor any() const;
   Tensor to(DeviceType type) const { return to(Device{type, 0}); }
+  // x.div(255), x.mul(0.5), x.add(1), x.sub(1, alpha): a number as the other operand.
+  Tensor add(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor mul(const Scalar& o) const;
+  Tensor div(const Scalar& o) const;
   // LibTorch's `y.grad_fn()->name()` ("AddBackward0", "MeanBackward0"); nullptr for leaves
   // and tensors without history.
   struct GradFnInfo {

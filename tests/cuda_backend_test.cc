@@ -93,7 +93,8 @@ TEST(CudaNvrtc, FusedElementwiseKernelCompilesToPtx) {
 }
 
 TEST(CudaNvrtc, GenericKernelsCompileForEveryDtype) {
-  const DType all[] = {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64};
+  const DType all[] = {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64,
+                      DType::kUInt8};
   for (DType d : all) {
     SCOPED_TRACE(dtype_name(d));
     for (DType s : all) expect_ptx(cuda::copy_source(d, s, false));

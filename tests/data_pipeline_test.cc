@@ -298,13 +298,19 @@ TEST(DataPipeline, FromBlobMemoryIsNeverDonated) {
 }  // namespace
 
 namespace {
-// kUInt8 / kByte as an input format: the custom-dataset example's from_blob of image bytes.
+// kUInt8 / kByte image bytes: the custom-dataset example's from_blob. A real uint8 tensor;
+// without a deleter the bytes are copied at once (the buffer usually dies before the step).
 TEST(DataPipeline, FromBlobBytes) {
   std::vector<uint8_t> r = {0, 128, 255, 7}, g = {1, 2, 3, 4};
   auto R = sloth::from_blob(r.data(), {2, 2}, sloth::kUInt8);
   auto G = sloth::from_blob(g.data(), {2, 2}, sloth::kByte);
+  EXPECT_EQ(R.dtype(), sloth::kUInt8);
+  EXPECT_EQ(G.dtype(), sloth::kByte);
   r.assign(4, 9);  // copied at entry
-  auto t = sloth::cat({R, G}).view({2, 2, 2}).to(sloth::kFloat) / 255.0;
+  auto c = sloth::cat({R, G});
+  EXPECT_EQ(c.dtype(), sloth::kUInt8);
+  EXPECT_EQ(c.to_vector<uint8_t>(), (std::vector<uint8_t>{0, 128, 255, 7, 1, 2, 3, 4}));
+  auto t = c.view({2, 2, 2}).to(sloth::kFloat) / 255.0;
   EXPECT_EQ(t.dtype(), sloth::kFloat);
   auto v = t.to_vector<float>();
   EXPECT_FLOAT_EQ(v[1], 128.0f / 255.0f);

@@ -62,7 +62,57 @@ TEST(LossWeight, BadWeightIsAnErrorNamingTheShapes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("one value per class (3)"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(cross_entropy(X(), T(), {.label_smoothing = 0.1, .weight = W()}), Error);
+}
+
+// ---- class weight with label_smoothing ----
+// PyTorch 1.13's cross_entropy_loss_label_smoothing: the smoothing term is weighted by w[c]
+// per class and its mean divides by the summed target weights. Values from
+// F.cross_entropy(x, t, weight=w, label_smoothing=0.1, ...) in float64.
+TEST(LossWeight, CrossEntropyWeightWithLabelSmoothing) {
+  const double e = 0.1;
+  expect_near(cross_entropy(X(), T(), {.label_smoothing = e, .weight = W()}), {0.62525870267698});
+  expect_near(cross_entropy(X(), T(), {.label_smoothing = e, .reduction = Reduction::kSum, .weight = W()}),
+              {3.75155221606188});
+  expect_near(cross_entropy(X(), T(), {.label_smoothing = e, .reduction = Reduction::kNone, .weight = W()}),
+              {1.106186108255526, 0.3912530780502167, 1.1122507137909898, 1.1418623159651478});
+  expect_near(cross_entropy(X(), T(), W(), Reduction::Mean, /*ignore_index=*/1, e), {0.7487195931528713});
+  expect_near(cross_entropy(X(), T(), W(), Reduction::Sum, 1, e), {1.4974391863057426});
+  expect_near(cross_entropy(X(), T(), W(), Reduction::None, 1, e),
+              {1.106186108255526, 0.3912530780502167, 0.0, 0.0});
+  // 1-D input (one sample, classes on dim 0). (sloth's cross_entropy takes [N, C] or [C]
+  // inputs only; PyTorch's [N, C, d...] form is not supported, weighted or not.)
+  expect_near(cross_entropy(X().select(0, 0), T().select(0, 0), {.label_smoothing = e, .weight = W()}),
+              {0.7374574055036839});
+  // The module takes both options.
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(W()).label_smoothing(e));
+  expect_near(ce(X(), T()), {0.62525870267698});
+}
+
+TEST(LossWeight, CrossEntropyWeightWithLabelSmoothingGradient) {
+  Tensor x = X().requires_grad_(true);
+  cross_entropy(x, T(), {.label_smoothing = 0.1, .weight = W()}).backward();
+  expect_near(x.grad().reshape({-1}),
+              {0.09047657074141907, 0.016976558898514214, -0.10745312963993325,
+               -0.008923384512640738, 0.009627433605074674, -0.0007040490924339394,
+               0.04822274570410635, -0.12397506025219668, 0.07575231454809038,
+               0.10038902649479782, -0.12312893746984327, 0.022739910975045477});
+  Tensor x2 = X().requires_grad_(true);
+  cross_entropy(x2, T(), {.ignore_index = 0, .label_smoothing = 0.25, .weight = W()}).backward();
+  expect_near(x2.grad().reshape({-1}),
+              {0.09244167444176714, -0.00017835868902969635, -0.09226331575273741, 0.0, 0.0, 0.0,
+               0.04518340464688116, -0.10944128490039155, 0.06425788025351041,
+               0.09914852270621714, -0.10856598547037077,
+               0.00941746276415362});
+  // First and second order against finite differences, every reduction, weight included.
+  for (Reduction r : {Reduction::kMean, Reduction::kSum, Reduction::kNone}) {
+    auto f = [r](const std::vector<Tensor>& in) {
+      return cross_entropy(in[0], T(), {.ignore_index = 1, .label_smoothing = 0.3,
+                                        .reduction = r, .weight = in[1]});
+    };
+    std::vector<Tensor> in = {X().requires_grad_(true), W().requires_grad_(true)};
+    EXPECT_TRUE(autograd::gradcheck(f, in));
+    EXPECT_TRUE(autograd::gradgradcheck(f, in));
+  }
 }
 
 TEST(LossWeight, BceWithLogitsWeightAndPosWeight) {

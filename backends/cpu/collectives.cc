@@ -37,6 +37,7 @@ MPI_Datatype mpi_type(DType t) {
     case DType::kInt64: return MPI_INT64_T;
     case DType::kFloat32: return MPI_FLOAT;
     case DType::kFloat64: return MPI_DOUBLE;
+    case DType::kUInt8: return MPI_UINT8_T;
   }
   return MPI_DATATYPE_NULL;
 }

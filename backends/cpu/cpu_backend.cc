@@ -74,7 +74,7 @@ const DeviceData& Env::get(int slot) {
     const lazy::Slot& s = plan->slots[slot];
     DeviceData& d = alloc_to(slot, {}, s.dtype);
     double v = scalars[s.index];
-    visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = static_cast<decltype(z)>(v); });
+    visit_dtype(s.dtype, [&](auto z) { *d.data<decltype(z)>() = convert_to<decltype(z)>(v); });
   }
   return vals[slot];
 }

@@ -16,6 +16,7 @@ const char* ctype(DType t) {
     case DType::kInt64: return "int64_t";
     case DType::kFloat32: return "float";
     case DType::kFloat64: return "double";
+    case DType::kUInt8: return "uint8_t";
   }
   return "void";
 }
@@ -56,7 +57,7 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
     const char* out_t = ctype(form.values[s.out]);
     std::string e;
     if (s.kind == Kind::kConvert) {
-      e = absl::StrFormat("static_cast<%s>(%s)", out_t, operand(s.in[0]));
+      e = absl::StrFormat("sloth::ew::cvt<%s>(%s)", out_t, operand(s.in[0]));
     } else {
       std::string args[3];
       for (int i = 0; i < 3; ++i)

@@ -31,7 +31,7 @@ template <typename S, typename D>
 void conv_fn(void* o, const void* i, int64_t n) {
   D* out = static_cast<D*>(o);
   const S* in = static_cast<const S*>(i);
-  for (int64_t j = 0; j < n; ++j) out[j] = static_cast<D>(in[j]);
+  for (int64_t j = 0; j < n; ++j) out[j] = convert_to<D>(in[j]);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ absl::Status run_factory(Env& env, const Instr& in) {
     T* o = out.data<T>();
     switch (in.op) {
       case OpId::kFull: {
-        T v = static_cast<T>(env.scalar(in.in[0]));
+        T v = convert_to<T>(env.scalar(in.in[0]));
         fill_parallel(n, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) o[i] = v;
         });

@@ -55,12 +55,12 @@ void copy_range(D* dst, const int64_t* dst_st, const S* src, const int64_t* src_
                     const S* i = src + off[1];
                     if (ds == 1 && ss == 1) {
                       for (int64_t j = 0; j < run; ++j) {
-                        if constexpr (kAcc) o[j] = static_cast<D>(o[j] + static_cast<D>(i[j]));
-                        else o[j] = static_cast<D>(i[j]);
+                        if constexpr (kAcc) o[j] = static_cast<D>(o[j] + convert_to<D>(i[j]));
+                        else o[j] = convert_to<D>(i[j]);
                       }
                     } else if (ds == 1 && ss == 0) {
                       // A broadcast source (a zero base expanded, a scalar): a vector fill.
-                      const D v = static_cast<D>(*i);
+                      const D v = convert_to<D>(*i);
                       for (int64_t j = 0; j < run; ++j) {
                         if constexpr (kAcc) o[j] = static_cast<D>(o[j] + v);
                         else o[j] = v;
@@ -68,8 +68,8 @@ void copy_range(D* dst, const int64_t* dst_st, const S* src, const int64_t* src_
                     } else {
                       for (int64_t j = 0; j < run; ++j) {
                         if constexpr (kAcc)
-                          o[j * ds] = static_cast<D>(o[j * ds] + static_cast<D>(i[j * ss]));
-                        else o[j * ds] = static_cast<D>(i[j * ss]);
+                          o[j * ds] = static_cast<D>(o[j * ds] + convert_to<D>(i[j * ss]));
+                        else o[j * ds] = convert_to<D>(i[j * ss]);
                       }
                     }
                   });

@@ -32,12 +32,12 @@ void load_strided(const LoadArgs& a, int64_t start, int64_t n, void* dst_v) {
                   [&](const std::array<int64_t, 1>& off, int64_t run) {
                     const S* s = src + off[0];
                     if (is == 0) {
-                      D v = static_cast<D>(s[0]);
+                      D v = convert_to<D>(s[0]);
                       for (int64_t j = 0; j < run; ++j) dst[j] = v;
                     } else if (is == 1) {
-                      for (int64_t j = 0; j < run; ++j) dst[j] = static_cast<D>(s[j]);
+                      for (int64_t j = 0; j < run; ++j) dst[j] = convert_to<D>(s[j]);
                     } else {
-                      for (int64_t j = 0; j < run; ++j) dst[j] = static_cast<D>(s[j * is]);
+                      for (int64_t j = 0; j < run; ++j) dst[j] = convert_to<D>(s[j * is]);
                     }
                     dst += run;
                   });
@@ -67,7 +67,7 @@ inline LoadFn load_for(DType from, DType to) {
 
 template <typename T> void fill_typed(void* p, double v, int64_t n) {
   T* o = static_cast<T*>(p);
-  T x = static_cast<T>(v);
+  T x = convert_to<T>(v);
   for (int64_t i = 0; i < n; ++i) o[i] = x;
 }
 inline void fill(void* p, DType t, double v, int64_t n) {

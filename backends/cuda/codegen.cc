@@ -18,6 +18,7 @@ const char* cuda_type(DType t) {
     case DType::kInt64: return "long long";
     case DType::kFloat32: return "float";
     case DType::kFloat64: return "double";
+    case DType::kUInt8: return "unsigned char";
   }
   return "double";
 }
@@ -62,6 +63,17 @@ __device__ __forceinline__ void sl_atomic_add(double* p, double v) { atomicAdd(p
 __device__ __forceinline__ void sl_atomic_add(int* p, int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void sl_atomic_add(long long* p, long long v) { atomicAdd((u64*)p, (u64)v); }
 __device__ __forceinline__ void sl_atomic_add(bool* p, bool v) { if (v) *p = true; }  // bool add = or
+// uint8 add (wraps mod 256): a compare-and-swap on the aligned 32-bit word holding the byte.
+__device__ __forceinline__ void sl_atomic_add(unsigned char* p, unsigned char v) {
+  unsigned int* w = (unsigned int*)((unsigned long long)p & ~3ull);
+  const unsigned int sh = (unsigned int)((unsigned long long)p & 3ull) * 8u;
+  unsigned int old = *w, assumed;
+  do {
+    assumed = old;
+    const unsigned int b = ((assumed >> sh) + v) & 0xffu;
+    old = atomicCAS(w, assumed, (assumed & ~(0xffu << sh)) | (b << sh));
+  } while (assumed != old);
+}
 // Philox4x32-10, as core/philox.h.
 struct PhOut { unsigned int x[4]; };
 __device__ PhOut ph_philox(u64 counter, u64 key) {
@@ -151,16 +163,16 @@ ElementwiseKernel generate_elementwise(const lazy::Plan& plan, const std::vector
     const char* t = cuda_type(f.values[st.out]);
     switch (st.kind) {
       case Kind::kScalar:
-        pre += absl::StrFormat("  const %s v%d = (%s)w2d(p.w[$C%d]);\n", t, st.out, t,
+        pre += absl::StrFormat("  const %s v%d = cvt<%s>(w2d(p.w[$C%d]));\n", t, st.out, t,
                                k.consts.size());
         k.consts.push_back({st.slot});
         break;
       case Kind::kLoad:
-        body += absl::StrFormat("    %s v%d = (%s)in%d[o%d];\n", t, st.out, t, st.operand,
+        body += absl::StrFormat("    %s v%d = cvt<%s>(in%d[o%d]);\n", t, st.out, t, st.operand,
                                 st.operand);
         break;
       case Kind::kConvert:
-        body += absl::StrFormat("    %s v%d = (%s)v%d;\n", t, st.out, t, st.in[0]);
+        body += absl::StrFormat("    %s v%d = cvt<%s>(v%d);\n", t, st.out, t, st.in[0]);
         break;
       case Kind::kOp: {
         std::string args[3];
@@ -237,7 +249,7 @@ KernelSource copy_source(DType dst, DType src, bool accumulate) {
   }
 }
 )";
-  s = absl::StrReplaceAll(s, {{"$ACC", accumulate ? "d[a] = (D)(d[a] + (D)s[b])" : "d[a] = (D)s[b]"}});
+  s = absl::StrReplaceAll(s, {{"$ACC", accumulate ? "d[a] = (D)(d[a] + cvt<D>(s[b]))" : "d[a] = cvt<D>(s[b])"}});
   return finish("copy", absl::StrFormat("typedef %s D;\ntypedef %s S;\n", cuda_type(dst), cuda_type(src)) + s,
                 4 + 3 * kMaxDims);
 }
@@ -256,6 +268,7 @@ ReduceTypes reduce_types(OpId op, DType in) {
       case DType::kBool: return "false";
       case DType::kInt32: return "(-2147483647 - 1)";
       case DType::kInt64: return "(-9223372036854775807LL - 1)";
+      case DType::kUInt8: return "((unsigned char)0)";
       // -inf, not the lowest finite value: amax of an all -inf row is -inf.
       case DType::kFloat32: return "(-__int_as_float(0x7f800000))";
       default: return "(-__longlong_as_double(0x7ff0000000000000LL))";
@@ -266,6 +279,7 @@ ReduceTypes reduce_types(OpId op, DType in) {
       case DType::kBool: return "true";
       case DType::kInt32: return "2147483647";
       case DType::kInt64: return "9223372036854775807LL";
+      case DType::kUInt8: return "((unsigned char)255)";
       case DType::kFloat32: return "__int_as_float(0x7f800000)";
       default: return "__longlong_as_double(0x7ff0000000000000LL)";
     }

@@ -2,6 +2,7 @@
 // ahead-of-time int_matmul kernel.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_runtime.h"
@@ -41,6 +42,12 @@ absl::Status run_matmul(RunEnv& env, const Instr& in) {
     return absl::OkStatus();
   }
   const bool fl = is_floating(in.dtype);
+  // ---- uint8 ----
+  // The integer kernel is int32/int64 only; PyTorch's CUDA matmul has no uint8 either.
+  if (!fl && in.dtype != DType::kInt32 && in.dtype != DType::kInt64)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matmul: ", dtype_name(in.dtype), " operands are not supported on CUDA (as PyTorch's "
+        "addmm_cuda); convert first with .to(kInt32) or .to(kFloat)"));
   // Operands whose matrices cuBLAS cannot read as they are become contiguous first.
   if (fl && !blas_layout(m, k, la.strides[ra - 2], la.strides[ra - 1]).ok) {
     a = make_contiguous(env, with_layout(a, la), in.dtype);

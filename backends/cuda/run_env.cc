@@ -34,7 +34,7 @@ double RunEnv::scalar(int slot) {
 }
 
 double cast_scalar(double v, DType dtype) {
-  return visit_dtype(dtype, [&](auto z) { return static_cast<double>(static_cast<decltype(z)>(v)); });
+  return visit_dtype(dtype, [&](auto z) { return static_cast<double>(convert_to<decltype(z)>(v)); });
 }
 
 void fill(const DeviceData& d, double v) {

@@ -25,6 +25,10 @@ double ref_cast(double x, DType dtype) {
       return static_cast<double>(static_cast<float>(x));
     case DType::kFloat64:
       return x;
+    case DType::kUInt8:
+      // Integers wrap mod 256 (int64 -> uint8 in PyTorch); in-range floats truncate.
+      if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return 0.0;
+      return static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(x)));
   }
   return x;
 }
