@@ -14,7 +14,7 @@ bool commutative(OpId op) { return op_info(op).facts.commutative; }
 // The structural hash of an instruction given its (aliased, for commutative binary ops
 // sorted) operand slots.
 uint64_t instr_hash(const Instr& i, int32_t a, int32_t b) {
-  uint64_t h = absl::HashOf(static_cast<int>(i.op), static_cast<int>(i.dtype), i.attrs->hash(),
+  uint64_t h = absl::HashOf(static_cast<int>(i.op), static_cast<int>(i.dtype), i.attrs.hash(),
                             i.in.size(), a, b);
   for (size_t k = 2; k < i.in.size(); ++k) h = absl::HashOf(h, i.in[k]);
   return absl::HashOf(h, absl::MakeSpan(i.shape));

@@ -12,6 +12,11 @@ const Attrs& InstrAttrs::empty() {
   return e;
 }
 
+uint64_t InstrAttrs::empty_hash() {
+  static const uint64_t h = empty().hash();
+  return h;
+}
+
 InstrAttrs::InstrAttrs(const Attrs& a) {
   if (!(a == empty())) p_ = std::make_shared<Attrs>(a);
 }

@@ -41,12 +41,14 @@ class InstrAttrs {
   const Attrs& get() const { return p_ ? *p_ : empty(); }
   operator const Attrs&() const { return get(); }  // NOLINT
   const Attrs* operator->() const { return &get(); }
+  uint64_t hash() const { return p_ ? p_->hash() : empty_hash(); }
   // A private copy to modify (the shared one stays as it is for the other holders).
   Attrs& mut();
   friend bool operator==(const InstrAttrs& a, const InstrAttrs& b) {
     return a.p_ == b.p_ || a.get() == b.get();
   }
   static const Attrs& empty();
+  static uint64_t empty_hash();
 
  private:
   std::shared_ptr<Attrs> p_;
