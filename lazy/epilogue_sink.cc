@@ -13,6 +13,12 @@ constexpr int32_t kNone = -1, kMany = -2;
 }  // namespace
 
 int sink_matmul_epilogues(Plan& p) {
+  // Nothing to sink without a matmul kernel that has an epilogue: a plan without one skips the
+  // passes over every instruction below.
+  if (std::none_of(p.kernels.begin(), p.kernels.end(), [](const Kernel& k) {
+        return k.kind == KernelKind::kMatmul && k.instrs.size() >= 2;
+      }))
+    return 0;
   const int32_t nslots = static_cast<int32_t>(p.slots.size());
   std::vector<int32_t> kernel_of(nslots, kNone);  // slot -> kernel computing it
   for (size_t k = 0; k < p.kernels.size(); ++k)

@@ -1,5 +1,6 @@
 #include "lazy/ew_form.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -24,7 +25,9 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
   absl::flat_hash_map<std::pair<int32_t, DType>, int> loaded;  // (slot, dtype) -> value
   absl::flat_hash_map<std::pair<int, DType>, int> converted;   // (value, dtype) -> value
   absl::flat_hash_map<int32_t, int> operand_of;                // slot -> index in f.operands
-  const absl::flat_hash_set<int32_t> wanted(materialize.begin(), materialize.end());
+  // Sorted, searched by bisection: cheaper to build than a hash set for a kernel's few outputs.
+  std::vector<int32_t> wanted(materialize.begin(), materialize.end());
+  std::sort(wanted.begin(), wanted.end());
   internal.reserve(instrs.size());
   f.steps.reserve(instrs.size() * 2);
   f.values.reserve(instrs.size() * 2);
@@ -76,7 +79,7 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
     st.out = new_val(in.dtype);
     f.steps.push_back(st);
     internal[in.out] = st.out;
-    if (wanted.contains(in.out)) f.outputs.push_back({in.out, st.out});
+    if (std::binary_search(wanted.begin(), wanted.end(), in.out)) f.outputs.push_back({in.out, st.out});
   }
   if (reduce != nullptr) {
     const int32_t slot = reduce->in[0];

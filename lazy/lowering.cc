@@ -36,8 +36,14 @@ Plan lower(const Graph& g) {
   const int32_t base_of[4] = {0, 0, scalar_base, value_base};  // by Graph::operand_kind
   p.instrs.reserve(g.order.size());
   size_t next_operand = 0;
+  // Runs of instructions with equal attributes (a layer's ops, the same reduction repeated)
+  // share one out-of-line copy.
+  InstrAttrs last_attrs;
+  bool any_matmul = false;  // transpose_matmul_outputs has nothing to do without one
   for (const Node* n : g.order) {
-    Instr in{n->op, n->dtype, n->shape, n->attrs, {}, value_base + n->slot};
+    any_matmul |= n->op == OpId::kMatmul;
+    if (!(n->attrs == last_attrs.get())) last_attrs = InstrAttrs(n->attrs);
+    Instr in{n->op, n->dtype, n->shape, last_attrs, {}, value_base + n->slot};
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       const uint32_t ref = g.operands[next_operand++];
       in.in.push_back(base_of[Graph::operand_kind(ref)] + Graph::operand_slot(ref));
@@ -51,7 +57,7 @@ Plan lower(const Graph& g) {
   p.outputs.reserve(g.roots.size());
   for (int32_t v : g.root_values) p.outputs.push_back(value_base + v);
   eliminate_common_subexpressions(p);
-  transpose_matmul_outputs(p);
+  if (any_matmul) transpose_matmul_outputs(p);
   return p;
 }
 

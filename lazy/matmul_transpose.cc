@@ -18,7 +18,7 @@ bool transposes_2d(const Instr& v, const Shape& in_shape) {
       return d0 != d1;
     }
     case OpId::kPermute:
-      return v.attrs.dims.size() == 2 && v.attrs.dims[0] == 1 && v.attrs.dims[1] == 0;
+      return v.attrs->dims.size() == 2 && v.attrs->dims[0] == 1 && v.attrs->dims[1] == 0;
     default: return false;
   }
 }

@@ -7,9 +7,28 @@
 
 namespace sloth::lazy {
 
+const Attrs& InstrAttrs::empty() {
+  static const Attrs e;
+  return e;
+}
+
+uint64_t InstrAttrs::empty_hash() {
+  static const uint64_t h = empty().hash();
+  return h;
+}
+
+InstrAttrs::InstrAttrs(const Attrs& a) {
+  if (!(a == empty())) p_ = std::make_shared<Attrs>(a);
+}
+
+Attrs& InstrAttrs::mut() {
+  p_ = std::make_shared<Attrs>(get());
+  return *p_;
+}
+
 DType operand_dtype(const Instr& in, int i) {
   const OpFacts& f = op_info(in.op).facts;
-  if (f.compare) return in.attrs.dtype;  // the type the rule compares in
+  if (f.compare) return in.attrs->dtype;  // the type the rule compares in
   switch (f.operands) {
     case Operands::kBool: return DType::kBool;
     case Operands::kBoolCondition: return i == 0 ? DType::kBool : in.dtype;
@@ -23,7 +42,7 @@ std::vector<int64_t> reduced_dims(const Instr& in, size_t rank) {
     if (rank == 0) return {};
     return {ArgReduceAttrs::of(in.attrs).dim};
   }
-  return std::vector<int64_t>(in.attrs.dims.begin(), in.attrs.dims.end());
+  return std::vector<int64_t>(in.attrs->dims.begin(), in.attrs->dims.end());
 }
 
 std::string Plan::describe() const {

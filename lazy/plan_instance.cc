@@ -50,7 +50,7 @@ std::optional<Plan> instantiate_plan(const Plan& tmpl, absl::Span<const int64_t>
   }
   for (Instr& in : p.instrs) {
     for (int64_t& d : in.shape) map(d);
-    for_each_size_attr(in.op, in.attrs, map);
+    if (size_attrs_of(in.op) != SizeAttrs::kNone) for_each_size_attr(in.op, in.attrs.mut(), map);
   }
   if (!ok) return std::nullopt;
   return p;
@@ -135,7 +135,7 @@ std::string size_mismatch_reason(const Plan& fresh, const Plan& cached) {
                                   shape_str(b.shape)));
       if (!r.empty()) return r;
     }
-    Attrs x = a.attrs, y = b.attrs;
+    Attrs x = a.attrs.get(), y = b.attrs.get();
     std::vector<int64_t> xs, ys;
     for_each_size_attr(a.op, x, [&](int64_t& v) { xs.push_back(v); v = 0; });
     for_each_size_attr(b.op, y, [&](int64_t& v) { ys.push_back(v); v = 0; });
@@ -144,7 +144,7 @@ std::string size_mismatch_reason(const Plan& fresh, const Plan& cached) {
           "the attributes of %s differ (%s vs %s in the cached plan); attributes other than "
           "shapes and slice bounds are not symbolic, so a size that reaches one makes a plan "
           "per value",
-          what, a.attrs.debug_string(), b.attrs.debug_string());
+          what, a.attrs->debug_string(), b.attrs->debug_string());
     for (size_t k = 0; k < xs.size() && k < ys.size(); ++k) {
       r = c.check(xs[k], ys[k], absl::StrFormat("size attribute %d of %s", k, what));
       if (!r.empty()) return r;

@@ -148,7 +148,7 @@ bool same_but_sizes(const Instr& a, const Instr& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.in != b.in)
     return false;
   if (size_attrs_of(a.op) == SizeAttrs::kNone) return a.attrs == b.attrs;
-  Attrs x = a.attrs, y = b.attrs;
+  Attrs x = a.attrs.get(), y = b.attrs.get();
   for_each_size_attr(a.op, x, [](int64_t& v) { v = 0; });
   for_each_size_attr(b.op, y, [](int64_t& v) { v = 0; });
   return x == y;
@@ -180,7 +180,7 @@ std::string miss_reason(const Plan& p, DeviceType dt, uint64_t struct_key, uint6
                      : a.shape.size() != b.shape.size() ? absl::StrFormat("rank of %s vs %s", shape_str(a.shape), shape_str(b.shape))
                      : a.dtype != b.dtype ? absl::StrFormat("dtype %s vs %s", dtype_name(a.dtype), dtype_name(b.dtype))
                      : a.in != b.in ? std::string("operands are wired differently")
-                     : absl::StrFormat("attributes differ (%s vs %s)", a.attrs.debug_string(), b.attrs.debug_string());
+                     : absl::StrFormat("attributes differ (%s vs %s)", a.attrs->debug_string(), b.attrs->debug_string());
     return absl::StrFormat("instruction %d (%s) differs from the nearest cached plan: %s", best_len,
                            op_name(a.op), what);
   }

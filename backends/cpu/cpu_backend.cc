@@ -126,7 +126,7 @@ int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
   }
   if (!produced) return 0;
   const int64_t nd = static_cast<int64_t>(xs.size());
-  std::vector<int64_t> dims(r.attrs.dims.begin(), r.attrs.dims.end());
+  std::vector<int64_t> dims(r.attrs->dims.begin(), r.attrs->dims.end());
   if (dims.empty()) return anchor;  // everything
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
@@ -522,7 +522,7 @@ class CpuExecutable final : public lazy::Executable {
           auto prog = compile_elementwise(plan_, {}, {}, opt);
           // The reduced dims must be the trailing ones (one contiguous stretch per output).
           const int64_t nd = static_cast<int64_t>(x.shape.size());
-          std::vector<int64_t> dims(in.attrs.dims.begin(), in.attrs.dims.end());
+          std::vector<int64_t> dims(in.attrs->dims.begin(), in.attrs->dims.end());
           std::sort(dims.begin(), dims.end());
           for (size_t j = 0; j < dims.size(); ++j)
             if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return -1;

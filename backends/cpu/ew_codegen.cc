@@ -79,6 +79,8 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
 
 std::string tile_kernel_key(const lazy::EwForm& form) {
   std::string k;
+  // Sized once: a plan of 1e5 instructions builds thousands of keys.
+  k.reserve(sizeof(int64_t) * (form.values.size() + 7 * form.steps.size() + form.outputs.size() + 4));
   auto put = [&](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(static_cast<int64_t>(form.values.size()));
   for (DType t : form.values) put(static_cast<int64_t>(t));

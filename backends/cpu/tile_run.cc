@@ -36,8 +36,8 @@ bool TileProgram::row_blockable() const {
   if (!error_.empty() || shape_.size() < 2 || n_ == 0) return false;
   if (sink_ < 0) return true;
   // A reduction over trailing dims that keeps dim 0: each row of dim 0 reduces on its own.
-  return !red_.attrs.dims.empty() &&
-         *std::min_element(red_.attrs.dims.begin(), red_.attrs.dims.end()) >= 1;
+  return !red_.attrs->dims.empty() &&
+         *std::min_element(red_.attrs->dims.begin(), red_.attrs->dims.end()) >= 1;
 }
 
 absl::Status TileProgram::begin_rows(Env& env) const {
