@@ -373,7 +373,7 @@ absl::Status run_reduce(Env& env, const Instr& in) {
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
   const bool arg = in.op == OpId::kArgmax || in.op == OpId::kArgmin;
   int64_t arg_dim = 0;
-  absl::Span<const int64_t> dims(in.attrs.dims.data(), in.attrs.dims.size());
+  absl::Span<const int64_t> dims(in.attrs->dims.data(), in.attrs->dims.size());
   if (arg) {
     arg_dim = ArgReduceAttrs::of(in.attrs).dim;
     dims = x.layout.shape.empty() ? absl::Span<const int64_t>() : absl::Span<const int64_t>(&arg_dim, 1);
