@@ -18,9 +18,10 @@ inline void bump(std::atomic<int64_t>& c, int64_t d) {
   c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
-// Up to 1<<17 recycled objects per thread (a program that had that many live keeps them, as a
-// caching allocator would): recording with 1e5 live tensors then costs no malloc/free.
-constexpr size_t kPoolCap = 1 << 17;
+// Up to 1<<18 recycled objects per thread (a program that had that many live keeps them, as a
+// caching allocator would): recording 1e5 live `s * 2.0` (two nodes each: the op and its
+// scalar leaf) then costs no malloc/free.
+constexpr size_t kPoolCap = 1 << 18;
 struct NodePool {
   std::vector<Node*> free;
   ~NodePool() {
@@ -63,22 +64,30 @@ Node* Node::acquire() {
 
 NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                    absl::Span<const NodePtr> inputs) {
-  NodePtr n(acquire());
+  absl::InlinedVector<Node*, 4> raw;
+  for (const auto& in : inputs) raw.push_back(in.get());
+  return make(op, shape, dtype, attrs, absl::Span<Node* const>(raw));
+}
+
+NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+                   absl::Span<Node* const> inputs) {
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = op;
   n->dtype = dtype;
   uint64_t h = leaf_hash(op, shape, dtype);
   h = mix(h, attrs.hash());
-  for (const auto& in : inputs) h = mix(h, in->hash);
+  for (const Node* in : inputs) h = mix(h, in->hash);
   n->hash = h;
   n->shape = shape;
   n->attrs = attrs;
-  n->inputs.assign(inputs.begin(), inputs.end());
+  n->inputs.clear();
+  for (Node* in : inputs) n->inputs.emplace_back(in);
   if (op != OpId::kScalar) bump(pending_count, 1);
   return n;
 }
 
 NodePtr Node::data_leaf(DeviceData d) {
-  NodePtr n(acquire());
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kData;
   n->dtype = d.dtype;
   n->shape = d.layout.shape;
@@ -88,7 +97,7 @@ NodePtr Node::data_leaf(DeviceData d) {
 }
 
 NodePtr Node::scalar_leaf(double value, DType dtype) {
-  NodePtr n(acquire());
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kScalar;
   n->dtype = dtype;
   n->scalar = value;

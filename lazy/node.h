@@ -48,6 +48,8 @@ class Node final : public RefCounted {
   // Makers. `make` takes already-checked shape/dtype (the op table's rule ran in the face).
   static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                       absl::Span<const NodePtr> inputs);
+  static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+                      absl::Span<Node* const> inputs);
   static NodePtr data_leaf(DeviceData d);
   static NodePtr scalar_leaf(double value, DType dtype);
 

@@ -69,7 +69,7 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
 void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
-  Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
+  auto fn = Ref<autograd::OpBackward>::adopt_new(new autograd::OpBackward(op, attrs));
   fn->next.reserve(in.size());
   fn->input_info_.reserve(in.size());
   uint32_t needs = 0;
@@ -98,8 +98,19 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
 
 Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const OutputMeta& out,
               Device device) {
-  absl::InlinedVector<NodePtr, 4> values;
-  for (const auto& t : in) values.push_back(t.impl()->value());
+  // A base tensor's value is its group's node: pass it without a reference of our own (a
+  // locked increment and decrement each); only views replay their chain into a new node.
+  absl::InlinedVector<lazy::Node*, 4> values;
+  absl::InlinedVector<NodePtr, 2> replayed;
+  for (const auto& t : in) {
+    TensorImpl& ti = *t.impl();
+    if (ti.chain.empty()) {
+      values.push_back(ti.group->value.get());
+    } else {
+      replayed.push_back(ti.value());
+      values.push_back(replayed.back().get());
+    }
+  }
   NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs, values);
   Tensor result(TensorImpl::make(std::move(n), device));
   attach_grad_fn(op, attrs, in, result);
