@@ -44,6 +44,16 @@ class Ref {
   // Takes the first reference to `p`, which must be unreferenced and not yet visible to any
   // other thread (fresh from new or from a free list). Saves a locked increment per object
   // made on the trace path.
+  // A handle to `p` that owns no reference: the caller guarantees `p` outlives it and calls
+  // forget() before it is destroyed (sloth::internal::BorrowedOperands passes a caller's
+  // tensors to an op without a locked increment and decrement each). Copies of it are
+  // ordinary owning handles.
+  static Ref borrow(T* p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+  void forget() { p_ = nullptr; }
   static Ref adopt_new(T* p) {
     Ref r;
     p->init_first();

@@ -89,6 +89,7 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
 NodePtr Node::data_leaf(DeviceData d) {
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kData;
+  n->attrs = Attrs();
   n->dtype = d.dtype;
   n->shape = d.layout.shape;
   n->hash = leaf_hash(OpId::kData, n->shape, n->dtype);
@@ -99,6 +100,7 @@ NodePtr Node::data_leaf(DeviceData d) {
 NodePtr Node::scalar_leaf(double value, DType dtype) {
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kScalar;
+  n->attrs = Attrs();
   n->dtype = dtype;
   n->scalar = value;
   n->shape.clear();
@@ -133,8 +135,9 @@ void Node::release() {
     n->inputs.clear();
     n->data.reset();
     if (node_pool.free.size() < kPoolCap) {
+      // attrs are left for the next maker to overwrite (make() assigns them, the leaf makers
+      // reset them): most nodes carry attrs, so resetting here would write them twice.
       n->shape.clear();
-      n->attrs = Attrs();
       n->mark = 0;
       n->slot = -1;
       n->graph_refs = 0;

@@ -441,6 +441,22 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   return result;
 }
 
+Tensor call_op_borrowed(OpId op, const Tensor& a, const Tensor& b) {
+  // Handles that own no reference: `a` and `b` outlive the call, and whatever call_op keeps
+  // of an operand it copies (an ordinary owning handle). Forgotten before they are destroyed,
+  // also when call_op throws.
+  Tensor in[2] = {Tensor(Ref<TensorImpl>::borrow(a.impl().get())),
+                  Tensor(Ref<TensorImpl>::borrow(b.impl().get()))};
+  struct Forget {
+    Tensor* t;
+    ~Forget() {
+      const_cast<Ref<TensorImpl>&>(t[0].impl()).forget();
+      const_cast<Ref<TensorImpl>&>(t[1].impl()).forget();
+    }
+  } forget{in};
+  return call_op(op, {in, 2});
+}
+
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {
   if (!x.defined()) fail("%s: operand 0 is an undefined tensor", op_name(op));
   TensorMeta m{&x.impl()->shape, x.dtype(), false};
