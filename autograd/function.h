@@ -3,7 +3,9 @@
 // batches with it into one graph, and is differentiable again (create_graph).
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +30,27 @@ struct Edge {
   int input_nr = 0;   // which output of fn this input is
 };
 
+// A shape kept inline (no heap block for up to 5 dims): every backward node holds one per
+// input and output, and a heap shape each was most of the mallocs of recording with autograd.
+// Reads like a Shape, converts to one where a Shape is needed, and compares with one.
+class InfoShape : public absl::InlinedVector<int64_t, 5> {
+ public:
+  using Base = absl::InlinedVector<int64_t, 5>;
+  InfoShape() = default;
+  InfoShape(const Shape& s) : Base(s.begin(), s.end()) {}  // NOLINT: implicit, as Shape
+  InfoShape(std::initializer_list<int64_t> l) : Base(l) {}
+  operator Shape() const { return Shape(begin(), end()); }  // NOLINT: implicit
+  friend bool operator==(const InfoShape& a, const Shape& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator==(const InfoShape& a, const InfoShape& b) {
+    return static_cast<const Base&>(a) == static_cast<const Base&>(b);
+  }
+};
+
 // What backward needs to make a zero gradient for an output nobody differentiated.
 struct OutputInfo {
-  Shape shape;
+  InfoShape shape;
   DType dtype;
   Device device;
 };

@@ -22,6 +22,9 @@ class RefCounted {
 
  private:
   template <typename T> friend class Ref;
+  // The first reference to an object nobody else can see yet (just made, or just taken from
+  // a pool): a plain store instead of a locked increment.
+  void init_first() const { refs_.store(1, std::memory_order_relaxed); }
   void inc() const { refs_.fetch_add(1, std::memory_order_relaxed); }
   void dec() const {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) const_cast<RefCounted*>(this)->release();
@@ -38,6 +41,25 @@ class Ref {
   Ref(const Ref& o) : p_(o.p_) { if (p_) p_->inc(); }
   Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   template <typename U> Ref(const Ref<U>& o) : p_(o.get()) { if (p_) p_->inc(); }
+  // Takes the first reference to `p`, which must be unreferenced and not yet visible to any
+  // other thread (fresh from new or from a free list). Saves a locked increment per object
+  // made on the trace path.
+  // A handle to `p` that owns no reference: the caller guarantees `p` outlives it and calls
+  // forget() before it is destroyed (sloth::internal::BorrowedOperands passes a caller's
+  // tensors to an op without a locked increment and decrement each). Copies of it are
+  // ordinary owning handles.
+  static Ref borrow(T* p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+  void forget() { p_ = nullptr; }
+  static Ref adopt_new(T* p) {
+    Ref r;
+    p->init_first();
+    r.p_ = p;
+    return r;
+  }
   ~Ref() { if (p_) p_->dec(); }
   Ref& operator=(Ref o) noexcept { std::swap(p_, o.p_); return *this; }
   T* get() const { return p_; }

@@ -18,9 +18,10 @@ inline void bump(std::atomic<int64_t>& c, int64_t d) {
   c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
-// Up to 1<<17 recycled objects per thread (a program that had that many live keeps them, as a
-// caching allocator would): recording with 1e5 live tensors then costs no malloc/free.
-constexpr size_t kPoolCap = 1 << 17;
+// Up to 1<<18 recycled objects per thread (a program that had that many live keeps them, as a
+// caching allocator would): recording 1e5 live `s * 2.0` (two nodes each: the op and its
+// scalar leaf) then costs no malloc/free.
+constexpr size_t kPoolCap = 1 << 18;
 struct NodePool {
   std::vector<Node*> free;
   ~NodePool() {
@@ -63,23 +64,32 @@ Node* Node::acquire() {
 
 NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                    absl::Span<const NodePtr> inputs) {
-  NodePtr n(acquire());
+  absl::InlinedVector<Node*, 4> raw;
+  for (const auto& in : inputs) raw.push_back(in.get());
+  return make(op, shape, dtype, attrs, absl::Span<Node* const>(raw));
+}
+
+NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+                   absl::Span<Node* const> inputs) {
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = op;
   n->dtype = dtype;
   uint64_t h = leaf_hash(op, shape, dtype);
   h = mix(h, attrs.hash());
-  for (const auto& in : inputs) h = mix(h, in->hash);
+  for (const Node* in : inputs) h = mix(h, in->hash);
   n->hash = h;
   n->shape = shape;
   n->attrs = attrs;
-  n->inputs.assign(inputs.begin(), inputs.end());
+  n->inputs.clear();
+  for (Node* in : inputs) n->inputs.emplace_back(in);
   if (op != OpId::kScalar) bump(pending_count, 1);
   return n;
 }
 
 NodePtr Node::data_leaf(DeviceData d) {
-  NodePtr n(acquire());
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kData;
+  n->attrs = Attrs();
   n->dtype = d.dtype;
   n->shape = d.layout.shape;
   n->hash = leaf_hash(OpId::kData, n->shape, n->dtype);
@@ -88,8 +98,9 @@ NodePtr Node::data_leaf(DeviceData d) {
 }
 
 NodePtr Node::scalar_leaf(double value, DType dtype) {
-  NodePtr n(acquire());
+  NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kScalar;
+  n->attrs = Attrs();
   n->dtype = dtype;
   n->scalar = value;
   n->shape.clear();
@@ -124,8 +135,9 @@ void Node::release() {
     n->inputs.clear();
     n->data.reset();
     if (node_pool.free.size() < kPoolCap) {
+      // attrs are left for the next maker to overwrite (make() assigns them, the leaf makers
+      // reset them): most nodes carry attrs, so resetting here would write them twice.
       n->shape.clear();
-      n->attrs = Attrs();
       n->mark = 0;
       n->slot = -1;
       n->graph_refs = 0;

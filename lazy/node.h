@@ -20,25 +20,27 @@ using NodePtr = Ref<Node>;
 
 class Node final : public RefCounted {
  public:
+  // Field order is for locality: what recording, graph building and freeing touch for every
+  // node (op, scratch, hash, operands, shape, data) comes first; attrs (168 bytes, mostly
+  // empty) last. A 1e5-node graph walks this for each node.
   OpId op = OpId::kData;
   DType dtype = DType::kFloat32;
-  Shape shape;
-  Attrs attrs;
-  absl::InlinedVector<NodePtr, 3> inputs;
-  uint64_t hash = 0;
-  double scalar = 0;                // kScalar: the value, which is data (not hashed)
-  std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
-
   // Scratch used while building a graph (see graph.cc); meaningless outside. graph_refs: how
   // many edges of the graph being built point at this node, so the scheduler can tell the
   // references it accounts for from holders outside the graph.
-  uint64_t mark = 0;
   int32_t slot = -1;
   int32_t graph_refs = 0;
   // How many of this node's references are view caches (TensorImpl's memo of a view's value).
   // A cache never reads a pending node whose base a sync materialized (it replays the view
   // on the base's data instead), so such a reference does not make the node a graph output.
   int32_t cache_refs = 0;
+  uint64_t mark = 0;
+  uint64_t hash = 0;
+  absl::InlinedVector<NodePtr, 3> inputs;
+  Shape shape;
+  double scalar = 0;                // kScalar: the value, which is data (not hashed)
+  std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
+  Attrs attrs;
 
   bool materialized() const { return data.has_value(); }
   // Keeps `d` as this node's value and drops the operands: whatever consumes this node from
@@ -48,6 +50,8 @@ class Node final : public RefCounted {
   // Makers. `make` takes already-checked shape/dtype (the op table's rule ran in the face).
   static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                       absl::Span<const NodePtr> inputs);
+  static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+                      absl::Span<Node* const> inputs);
   static NodePtr data_leaf(DeviceData d);
   static NodePtr scalar_leaf(double value, DType dtype);
 

@@ -28,9 +28,10 @@ NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
   return make_node(inv.op, {src}, inv.attrs);
 }
 
-// Up to 1<<17 recycled objects per thread (a program that had that many live keeps them, as a
-// caching allocator would): recording with 1e5 live tensors then costs no malloc/free.
-constexpr size_t kPoolCap = 1 << 17;
+// Up to 1<<18 recycled objects per thread (a program that had that many live keeps them, as a
+// caching allocator would): recording 1e5 live `s * 2.0` under autograd (two groups each: the
+// result's and the saved wrapped number's) then costs no malloc/free.
+constexpr size_t kPoolCap = 1 << 18;
 template <typename T>
 struct Pool {
   std::vector<T*> free;
@@ -72,8 +73,9 @@ Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
   g->value = std::move(v);
   g->device = d;
   g->version = 0;
+  Ref<AliasGroup> r = Ref<AliasGroup>::adopt_new(g);  // before link(): then others may see it
   if (live) g->link();
-  return Ref<AliasGroup>(g);
+  return r;
 }
 
 AliasGroup::~AliasGroup() {
@@ -146,7 +148,7 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
 }
 
 Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
-  Ref<TensorImpl> t(acquire());
+  Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->shape = value->shape;
   set_contiguous(t->shape, t->strides);
   t->dtype = value->dtype;
@@ -156,7 +158,7 @@ Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
 
 Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
   bool integral = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15;
-  Ref<TensorImpl> t(acquire());
+  Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->shape.clear();
   t->strides.clear();
   t->dtype = integral ? DType::kInt64 : DType::kFloat64;
@@ -169,7 +171,7 @@ Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
 
 Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const Attrs& attrs,
                                     const Layout& logical) {
-  Ref<TensorImpl> t(acquire());
+  Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->group = self->group;
   if (op == OpId::kAsStrided) {
     // as_strided is relative to the storage, not to self: its chain starts at the base.
@@ -188,7 +190,7 @@ Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const 
 }
 
 Ref<TensorImpl> TensorImpl::alias_of(const Ref<TensorImpl>& self) {
-  Ref<TensorImpl> t(acquire());
+  Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->group = self->group;
   t->chain = self->chain;
   t->shape = self->shape;

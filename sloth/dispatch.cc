@@ -69,7 +69,7 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
 void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
-  Ref<autograd::OpBackward> fn(new autograd::OpBackward(op, attrs));
+  auto fn = Ref<autograd::OpBackward>::adopt_new(new autograd::OpBackward(op, attrs));
   fn->next.reserve(in.size());
   fn->input_info_.reserve(in.size());
   uint32_t needs = 0;
@@ -98,8 +98,19 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
 
 Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const OutputMeta& out,
               Device device) {
-  absl::InlinedVector<NodePtr, 4> values;
-  for (const auto& t : in) values.push_back(t.impl()->value());
+  // A base tensor's value is its group's node: pass it without a reference of our own (a
+  // locked increment and decrement each); only views replay their chain into a new node.
+  absl::InlinedVector<lazy::Node*, 4> values;
+  absl::InlinedVector<NodePtr, 2> replayed;
+  for (const auto& t : in) {
+    TensorImpl& ti = *t.impl();
+    if (ti.chain.empty()) {
+      values.push_back(ti.group->value.get());
+    } else {
+      replayed.push_back(ti.value());
+      values.push_back(replayed.back().get());
+    }
+  }
   NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs, values);
   Tensor result(TensorImpl::make(std::move(n), device));
   attach_grad_fn(op, attrs, in, result);
@@ -428,6 +439,22 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   }
   lazy::maybe_auto_flush();
   return result;
+}
+
+Tensor call_op_borrowed(OpId op, const Tensor& a, const Tensor& b) {
+  // Handles that own no reference: `a` and `b` outlive the call, and whatever call_op keeps
+  // of an operand it copies (an ordinary owning handle). Forgotten before they are destroyed,
+  // also when call_op throws.
+  Tensor in[2] = {Tensor(Ref<TensorImpl>::borrow(a.impl().get())),
+                  Tensor(Ref<TensorImpl>::borrow(b.impl().get()))};
+  struct Forget {
+    Tensor* t;
+    ~Forget() {
+      const_cast<Ref<TensorImpl>&>(t[0].impl()).forget();
+      const_cast<Ref<TensorImpl>&>(t[1].impl()).forget();
+    }
+  } forget{in};
+  return call_op(op, {in, 2});
 }
 
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {

@@ -18,6 +18,9 @@ namespace sloth {
 
 // Calls op `op` on `inputs` (scalar operands as 0-dim tensors, e.g. from wrap_scalar).
 Tensor call_op(OpId op, absl::Span<const Tensor> inputs, Attrs attrs = {});
+// call_op on operands the caller holds for the whole call, without copying their handles
+// (two locked refcount updates per copied operand): the binary operators' fast path.
+Tensor call_op_borrowed(OpId op, const Tensor& a, const Tensor& b);
 // Split and Chunk: the list of views.
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs);
 // A C++ number as an operand. It is data (a Scalar leaf), so changing it between steps does
@@ -52,6 +55,8 @@ void sync_tensor(const Tensor& t);
 // PyTorch), so it must not be of a higher category than the result: throws for a floating
 // alpha with integer tensors and a bool alpha with non-bool ones. (sloth/scalar_operand.cc)
 Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op);
+// The checks of scaled_by_alpha; true when alpha is 1 (b is used as is).
+bool alpha_is_one(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op);
 // batch_norm's per-channel batch statistics of x [N, C, *]: the mean and the biased variance,
 // each kept as [1, C, 1, ...]. While a BatchStatsCapture is alive on this thread, the
 // BatchNorm composite's decomposition (training) stores the statistics it computed there,

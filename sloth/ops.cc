@@ -16,13 +16,17 @@ Attrs dim_attrs(int64_t dim) { return DimAttrs{.dim = dim}; }
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (a.defined() && b.defined() && internal::alpha_is_one(a, b, alpha, "add"))
+    return call_op_borrowed(OpId::kAdd, a, b);
   return call_op(OpId::kAdd, {a, internal::scaled_by_alpha(a, b, alpha, "add")});
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (a.defined() && b.defined() && internal::alpha_is_one(a, b, alpha, "sub"))
+    return call_op_borrowed(OpId::kSub, a, b);
   return call_op(OpId::kSub, {a, internal::scaled_by_alpha(a, b, alpha, "sub")});
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return call_op(OpId::kMul, {a, b}); }
-Tensor div(const Tensor& a, const Tensor& b) { return call_op(OpId::kDiv, {a, b}); }
+Tensor mul(const Tensor& a, const Tensor& b) { return call_op_borrowed(OpId::kMul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return call_op_borrowed(OpId::kDiv, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return call_op(OpId::kPow, {a, b}); }
 Tensor pow(const Tensor& a, const Scalar& b) { return call_op(OpId::kPow, {a, wrap_scalar(b)}); }
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return call_op(OpId::kWhere, {c, a, b}); }
@@ -289,14 +293,38 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, const Scalar& b) { return call_op(OpId::kAdd, {a, wrap_scalar(b)}); }
-Tensor operator-(const Tensor& a, const Scalar& b) { return call_op(OpId::kSub, {a, wrap_scalar(b)}); }
-Tensor operator*(const Tensor& a, const Scalar& b) { return call_op(OpId::kMul, {a, wrap_scalar(b)}); }
-Tensor operator/(const Tensor& a, const Scalar& b) { return call_op(OpId::kDiv, {a, wrap_scalar(b)}); }
-Tensor operator+(const Scalar& a, const Tensor& b) { return call_op(OpId::kAdd, {wrap_scalar(a), b}); }
-Tensor operator-(const Scalar& a, const Tensor& b) { return call_op(OpId::kSub, {wrap_scalar(a), b}); }
-Tensor operator*(const Scalar& a, const Tensor& b) { return call_op(OpId::kMul, {wrap_scalar(a), b}); }
-Tensor operator/(const Scalar& a, const Tensor& b) { return call_op(OpId::kDiv, {wrap_scalar(a), b}); }
+Tensor operator+(const Tensor& a, const Scalar& b) {
+  const Tensor w = wrap_scalar(b);
+  return call_op_borrowed(OpId::kAdd, a, w);
+}
+Tensor operator-(const Tensor& a, const Scalar& b) {
+  const Tensor w = wrap_scalar(b);
+  return call_op_borrowed(OpId::kSub, a, w);
+}
+Tensor operator*(const Tensor& a, const Scalar& b) {
+  const Tensor w = wrap_scalar(b);
+  return call_op_borrowed(OpId::kMul, a, w);
+}
+Tensor operator/(const Tensor& a, const Scalar& b) {
+  const Tensor w = wrap_scalar(b);
+  return call_op_borrowed(OpId::kDiv, a, w);
+}
+Tensor operator+(const Scalar& a, const Tensor& b) {
+  const Tensor w = wrap_scalar(a);
+  return call_op_borrowed(OpId::kAdd, w, b);
+}
+Tensor operator-(const Scalar& a, const Tensor& b) {
+  const Tensor w = wrap_scalar(a);
+  return call_op_borrowed(OpId::kSub, w, b);
+}
+Tensor operator*(const Scalar& a, const Tensor& b) {
+  const Tensor w = wrap_scalar(a);
+  return call_op_borrowed(OpId::kMul, w, b);
+}
+Tensor operator/(const Scalar& a, const Tensor& b) {
+  const Tensor w = wrap_scalar(a);
+  return call_op_borrowed(OpId::kDiv, w, b);
+}
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 #define SLOTH_CMP(opr, Id)                                                                 \

@@ -30,6 +30,11 @@ Tensor exact_operand(const Scalar& v, DType d, Device device) {
 namespace internal {
 
 Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
+  if (alpha_is_one(a, b, alpha, op)) return b;
+  return call_op(OpId::kMul, {b, wrap_scalar(alpha)});
+}
+
+bool alpha_is_one(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
   if (a.defined() && b.defined()) {
     const bool floating = is_floating(a.dtype()) || is_floating(b.dtype());
     const bool boolean = a.dtype() == DType::kBool && b.dtype() == DType::kBool;
@@ -42,8 +47,7 @@ Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, co
            "number",
            op, alpha.to_string(), dtype_name(a.dtype()), dtype_name(b.dtype()));
   }
-  if (!alpha.is_boolean() && alpha.to<double>() == 1) return b;
-  return call_op(OpId::kMul, {b, wrap_scalar(alpha)});
+  return !alpha.is_boolean() && alpha.to<double>() == 1;
 }
 
 }  // namespace internal
