@@ -64,6 +64,10 @@ class Backend {
     (void)base;
     return compile(plan);
   }
+  // Whether instantiate() reads the plan's kernels and free_after. A backend that takes them
+  // from `base` gets a plan without them: an instance is smaller, and a new size allocates
+  // (and page-faults) that much less.
+  virtual bool instantiate_reads_kernels() const { return true; }
   // Host <-> device copies of contiguous bytes.
   virtual void copy_to_host(const void* src, void* dst, size_t bytes) = 0;
   virtual void copy_from_host(const void* src, void* dst, size_t bytes) = 0;

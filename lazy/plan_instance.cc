@@ -25,20 +25,51 @@ std::optional<std::vector<int64_t>> specialize(absl::Span<const uint32_t> tmpl_i
 }
 
 std::optional<Plan> instantiate_plan(const Plan& tmpl, absl::Span<const int64_t> from,
-                                     absl::Span<const int64_t> to_values, const Graph& g) {
+                                     absl::Span<const int64_t> to_values, const Graph& g,
+                                     bool with_kernels) {
   if (from.size() != to_values.size() || tmpl.num_inputs != static_cast<int32_t>(g.inputs.size()))
     return std::nullopt;
+  // A plan has a handful of symbols (batch, length, widths): a linear scan with the last hit
+  // remembered beats hashing; a hash map past kLinear of them.
+  constexpr size_t kLinear = 16;
   absl::flat_hash_map<int64_t, int64_t> to;
-  to.reserve(from.size());
-  for (size_t i = 0; i < from.size(); ++i) to.emplace(from[i], to_values[i]);
+  if (from.size() > kLinear) {
+    to.reserve(from.size());
+    for (size_t i = 0; i < from.size(); ++i) to.emplace(from[i], to_values[i]);
+  }
   bool ok = true;
+  size_t last = 0;
   auto map = [&](int64_t& v) {
     if (v <= 1) return;  // 0, 1 and negatives are hashed literally
-    auto it = to.find(v);
-    if (it == to.end()) ok = false;
-    else v = it->second;
+    if (from.size() > kLinear) {
+      auto it = to.find(v);
+      if (it == to.end()) ok = false;
+      else v = it->second;
+      return;
+    }
+    if (last < from.size() && from[last] == v) {
+      v = to_values[last];
+      return;
+    }
+    for (size_t i = 0; i < from.size(); ++i)
+      if (from[i] == v) {
+        last = i;
+        v = to_values[i];
+        return;
+      }
+    ok = false;
   };
-  Plan p = tmpl;
+  Plan p;
+  p.slots = tmpl.slots;
+  p.instrs = tmpl.instrs;
+  p.outputs = tmpl.outputs;
+  if (with_kernels) {
+    p.kernels = tmpl.kernels;
+    p.free_after = tmpl.free_after;
+  }
+  p.num_inputs = tmpl.num_inputs;
+  p.num_scalars = tmpl.num_scalars;
+  p.key = tmpl.key;
   for (Slot& s : p.slots) {
     if (s.kind == SlotKind::kInput) {
       const Layout& l = g.inputs[s.index]->data->layout;

@@ -23,9 +23,11 @@ std::optional<std::vector<int64_t>> specialize(absl::Span<const uint32_t> tmpl_i
 // The plan `tmpl`, built for symbol values `from`, for `g` whose values of those symbols are
 // `to` (specialize): slot and instruction shapes and the size attributes (for_each_size_attr)
 // map from -> to, input slots take g's input layouts. nullopt when some size of the plan is
-// not one of `from` (nothing the graph hashed): the caller plans `g` afresh.
+// not one of `from` (nothing the graph hashed): the caller plans `g` afresh. Without
+// `with_kernels` the result has no kernels and free_after (Backend::instantiate_reads_kernels).
 std::optional<Plan> instantiate_plan(const Plan& tmpl, absl::Span<const int64_t> from,
-                                     absl::Span<const int64_t> to, const Graph& g);
+                                     absl::Span<const int64_t> to, const Graph& g,
+                                     bool with_kernels = true);
 
 // Why `fresh` (a new plan) could not be an instance of `cached`, a plan of the same structure:
 // the first size that breaks the correspondence (a size 0/1 against a larger one, two sizes

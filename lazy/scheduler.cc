@@ -265,7 +265,8 @@ void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
     for (CachedPlan* c : candidates) {
       std::optional<std::vector<int64_t>> to = specialize(c->size_ids, c->sizes.size(), g);
       if (!to) continue;
-      std::optional<Plan> q = instantiate_plan(*c->plan, c->sizes, *to, g);
+      std::optional<Plan> q =
+          instantiate_plan(*c->plan, c->sizes, *to, g, backend->instantiate_reads_kernels());
       if (!q) continue;
       ++counters().plan_instantiations;
       if (log_enabled("plans"))

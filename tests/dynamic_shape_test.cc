@@ -260,6 +260,41 @@ TEST(DynamicShapes, RowGroupsAndFusedReductionsAtNewSizes) {
   EXPECT_EQ(metrics().plan_instantiations, 2);
 }
 
+// The instances of one plan share its slot table and its programs' size-independent parts
+// (only the sizes, the bound layouts and the row groups are an instance's own): sizes taking
+// turns, with row groups at some sizes (B * C >= 2^16) and not at others, and inputs donated
+// to outputs in place, must give each size's values whatever ran before it.
+TEST(DynamicShapes, InstancesOfOnePlanTakingTurns) {
+  const int64_t C = 1024;
+  Tensor w = randn({C});
+  mark_step();
+  const std::vector<float> wv = w.to_vector<float>();
+  lazy::clear_plan_cache();
+  reset_metrics();
+  const std::vector<int64_t> order = {40, 130, 40, 96, 130, 17, 96, 40, 17, 130};
+  for (size_t step = 0; step < order.size(); ++step) {
+    const int64_t B = order[step];
+    std::vector<float> xv(static_cast<size_t>(B * C));
+    for (size_t i = 0; i < xv.size(); ++i)
+      xv[i] = static_cast<float>(std::sin(0.011 * i + 0.7 * step));
+    // x is dead after the step (only this graph holds it): its buffer may be donated.
+    Tensor y = softmax(from_vector(xv, {B, C}) * w, 1) * 2.0 + 1.0;
+    const std::vector<float> yv = y.to_vector<float>();
+    ASSERT_EQ(yv.size(), static_cast<size_t>(B * C));
+    for (int64_t r = 0; r < B; r += 5) {
+      double mx = -1e30, z = 0;
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, double(xv[r * C + c]) * wv[c]);
+      for (int64_t c = 0; c < C; ++c) z += std::exp(double(xv[r * C + c]) * wv[c] - mx);
+      for (int64_t c = 0; c < C; c += 31)
+        ASSERT_NEAR(yv[r * C + c], 2.0 * std::exp(double(xv[r * C + c]) * wv[c] - mx) / z + 1.0,
+                    1e-5)
+            << "B=" << B << " step " << step << " row " << r << " col " << c;
+    }
+  }
+  EXPECT_EQ(metrics().plan_cache_misses, 1) << metrics().last_miss_reason;
+  EXPECT_EQ(metrics().plan_instantiations, 3);  // 130, 96, 17 (40 made the plan)
+}
+
 // Shape errors are still found when the op is recorded, with a cached symbolic plan around.
 TEST(DynamicShapes, ShapeErrorsStillAtRecordTime) {
   Tensor w = randn({12, 16});

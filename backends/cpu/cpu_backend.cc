@@ -85,12 +85,17 @@ using lazy::StepKind;
 
 bool log_fusion() { return settings().log_on("fusion"); }
 
+struct StepIO {
+  std::vector<int32_t> instrs;
+  std::vector<int32_t> reads;
+};
 struct Step {
   StepKind kind;
   int32_t instr = -1;                        // single-instruction steps
   std::unique_ptr<ElementwiseProgram> program;  // kElementwise, kFusedReduce (and grouped kReduce)
-  std::vector<int32_t> instrs;               // kElementwise: the run; kFusedReduce: the prologue
-  std::vector<int32_t> reads;                // slots read from outside the step
+  // kElementwise: the run (instrs); kFusedReduce: the prologue; slots read from outside the
+  // step (reads). Shared with the instances of the plan for other sizes.
+  std::shared_ptr<const StepIO> io;
   // kView: the layouts of the last run (valid while the input layout repeats).
   mutable bool view_cached = false;
   mutable DType view_in_dtype = DType::kFloat32;
@@ -145,24 +150,23 @@ class CpuExecutable final : public lazy::Executable {
   // the steps and their programs are base's, resized; only the row groups (which depend on
   // sizes) are found again.
   CpuExecutable(const CpuExecutable& base, Plan&& plan)
-      : plan_holder_(std::make_shared<const Plan>(std::move(plan))), plan_(*plan_holder_) {
+      : plan_holder_(std::make_shared<const Plan>(std::move(plan))), plan_(*plan_holder_),
+        run_state_(base.run_state_) {
     input_slots_ = base.input_slots_;
     max_input_ = base.max_input_;
     max_scalar_ = base.max_scalar_;
-    env_.vals.resize(plan_.slots.size());
     release_ = base.release_;
     steps_.resize(base.steps_.size());
     for (size_t k = 0; k < base.steps_.size(); ++k)
       for (const Step& b : base.steps_[k]) {
         Step st{b.kind};
         st.instr = b.instr;
-        st.instrs = b.instrs;
-        st.reads = b.reads;
+        st.io = b.io;  // shared: what a step reads and runs does not depend on sizes
         if ((b.kind == StepKind::kElementwise || b.kind == StepKind::kFusedReduce) && b.program) {
           const Instr* red = b.kind == StepKind::kFusedReduce ? &plan_.instrs[b.instr] : nullptr;
           const Shape& loop = red                ? plan_.slots[red->in[0]].shape
-                              : b.instrs.empty() ? b.program->loop_shape()
-                                                 : plan_.instrs[b.instrs.back()].shape;
+                              : b.io->instrs.empty() ? b.program->loop_shape()
+                                                     : plan_.instrs[b.io->instrs.back()].shape;
           st.program = b.program->resized(loop, red);
         }
         steps_[k].push_back(std::move(st));
@@ -252,7 +256,7 @@ class CpuExecutable final : public lazy::Executable {
     }
     auto check_reads = [&](const Step& st, size_t k) -> absl::Status {
       if (!env.pending.empty()) SLOTH_RETURN_IF_ERROR(settle_pending(env, st));
-      for (int32_t r : st.reads)
+      for (int32_t r : st.io->reads)
         if (!env.has(r) && plan_.slots[r].kind != SlotKind::kScalar)
           return absl::InternalError(absl::StrFormat(
               "cpu backend: kernel %d reads slot %d before it is computed", k, r));
@@ -362,10 +366,10 @@ class CpuExecutable final : public lazy::Executable {
     for (size_t j = 0; j < env.pending.size(); ++j) {
       Pending& p = env.pending[j];
       bool needed = false;
-      for (int32_t r : st.reads)
+      for (int32_t r : st.io->reads)
         if (std::find(p.slots.begin(), p.slots.end(), r) != p.slots.end()) needed = true;
       if (!needed) continue;
-      if (st.kind == StepKind::kView && st.view_cached && st.reads.size() == 1) {
+      if (st.kind == StepKind::kView && st.view_cached && st.io->reads.size() == 1) {
         const Instr& in = env.plan->instrs[st.instr];
         const DeviceData& x = env.vals[in.in[0]];
         if (x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
@@ -480,8 +484,7 @@ class CpuExecutable final : public lazy::Executable {
           else opt.donatable = donatable(ps.reads, pos[ps.instrs.back()]);
           st.program = compile_elementwise(plan_, ps.instrs, ps.materialize, opt);
         }
-        st.reads = std::move(ps.reads);
-        st.instrs = std::move(ps.instrs);
+        st.io = std::make_shared<const StepIO>(StepIO{std::move(ps.instrs), std::move(ps.reads)});
         steps_[k].push_back(std::move(st));
       }
     find_row_groups();
@@ -536,7 +539,7 @@ class CpuExecutable final : public lazy::Executable {
       // membership test is O(1) and nothing is cleared between candidates).
       std::vector<int64_t> produced_by(plan_.slots.size(), -1);
       auto written = [&](const Step& st, size_t stamp) {
-        for (int32_t i : st.instrs) produced_by[plan_.instrs[i].out] = static_cast<int64_t>(stamp);
+        for (int32_t i : st.io->instrs) produced_by[plan_.instrs[i].out] = static_cast<int64_t>(stamp);
         if (st.instr >= 0) produced_by[plan_.instrs[st.instr].out] = static_cast<int64_t>(stamp);
       };
       size_t start = 0;
@@ -555,7 +558,7 @@ class CpuExecutable final : public lazy::Executable {
           if (rows_of(st) != rows) break;
           const Shape& loop = program_of(st)->loop_shape();
           bool ok = true;
-          for (int32_t r : st.reads) {
+          for (int32_t r : st.io->reads) {
             if (produced_by[r] != static_cast<int64_t>(start)) continue;
             const Shape& rs = plan_.slots[r].shape;
             ok = ok && rs.size() == loop.size() && rs[0] == rows;
@@ -615,7 +618,7 @@ class CpuExecutable final : public lazy::Executable {
       if (op.kind != Op::kStep) continue;
       Step& st = steps_[op.k][op.i];
       if (st.kind == StepKind::kKernel) continue;
-      std::vector<int32_t> ins = st.instrs;
+      std::vector<int32_t> ins = st.io->instrs;
       if (st.instr >= 0) ins.push_back(st.instr);
       if (ins.empty()) continue;
       std::vector<int32_t> outs, scal;
@@ -654,11 +657,11 @@ class CpuExecutable final : public lazy::Executable {
     if (!st.prof) {
       if (materialized_.empty()) {
         for (const auto& ks : steps_)
-          for (const Step& o : ks) materialized_.insert(o.reads.begin(), o.reads.end());
+          for (const Step& o : ks) materialized_.insert(o.io->reads.begin(), o.io->reads.end());
         materialized_.insert(plan_.outputs.begin(), plan_.outputs.end());
       }
       st.prof = describe_step(plan_, st.kind, st.program && st.kind == StepKind::kElementwise ? -1 : st.instr,
-                              st.instrs, st.reads, materialized_);
+                              st.io->instrs, st.io->reads, materialized_);
     }
     return st.prof;
   }
@@ -706,9 +709,17 @@ class CpuExecutable final : public lazy::Executable {
   std::vector<int32_t> const_scalars_;  // scalar indices they read, and their last values
   std::vector<double> const_scalar_vals_;
   bool consts_ready_ = false;
-  Env env_;  // per-run slot table, reused
   BufferPool pool_;  // used by the run that holds busy_
-  std::atomic<bool> busy_{false};
+  // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
+  // instances of this plan for other sizes (same slots): a program whose sizes change every
+  // step keeps reusing one warm table and its layout vectors' capacity.
+  struct RunState {
+    Env env;
+    std::atomic<bool> busy{false};
+  };
+  std::shared_ptr<RunState> run_state_ = std::make_shared<RunState>();
+  Env& env_ = run_state_->env;
+  std::atomic<bool>& busy_ = run_state_->busy;
 };
 
 class CpuBackend final : public lazy::Backend {
@@ -727,6 +738,8 @@ class CpuBackend final : public lazy::Backend {
       return std::make_unique<CpuExecutable>(*b, std::move(plan));
     return compile(plan);
   }
+  // An instance takes its steps, programs and releases from its base (the constructor above).
+  bool instantiate_reads_kernels() const override { return false; }
   void copy_to_host(const void* src, void* dst, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }

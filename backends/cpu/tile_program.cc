@@ -128,14 +128,9 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
 
 // ---- dynamic shapes: the program at new sizes ----
 TileProgram::TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce)
-    : form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), sink_(o.sink_),
-      out_def_(o.out_def_),  // def_step_ is only needed while constructing
-      out_es_(o.out_es_), n_(numel(shape)),
-      donors_(o.donors_), vals_(o.vals_), exts_(o.exts_), consts_(o.consts_), outs_(o.outs_),
-      steps_(o.steps_), num_regs_(o.num_regs_), load_steps_(o.load_steps_),
-      interp_regs_(o.interp_regs_), jit_regs_(o.jit_regs_), num_jit_regs_(o.num_jit_regs_),
-      compute_steps_(o.compute_steps_), jit_(o.jit_),
-      runs_(o.runs_.load(std::memory_order_relaxed)), error_(o.error_) {
+    : core_(o.core_),  // shared: only the sizes below are this copy's own
+      form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), n_(numel(shape)),
+      jit_(o.jit_), runs_(o.runs_.load(std::memory_order_relaxed)) {
   for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
 }
 

@@ -139,32 +139,58 @@ class TileProgram final : public ElementwiseProgram {
   bool is_const_val(int v) const { return v >= 0 && is_const(v); }
   bool is_const(int v) const { return v < static_cast<int>(const_val_.size()) && const_val_[v]; }
 
+  // What does not depend on the loop's sizes, built once and shared with the copies resized
+  // for other sizes (dynamic shapes: a plan instantiated for many sizes keeps one copy of it,
+  // which stays in cache while the sizes change from step to step). Immutable once built.
+  struct Core {
+    int sink = -1;                 // value reduced by red_
+    std::vector<int> def_step;     // value -> defining step (-1: none)
+    std::vector<char> const_val;   // value -> is a constant (a bound scalar)
+    std::vector<int> out_def;      // per output: its defining step
+    std::vector<size_t> out_es;    // per output: element size
+    std::vector<Donor> donors;
+    std::vector<Val> vals;
+    std::vector<Ext> exts;
+    std::vector<Const> consts;
+    std::vector<Out> outs;
+    std::vector<Step> steps;
+    int num_regs = 0;
+    std::vector<int> load_steps;   // the kLoad steps, in order
+    std::vector<int> interp_regs, jit_regs;  // value -> scratch register (-1: none)
+    int num_jit_regs = 0;
+    int64_t compute_steps = 0;     // kOp and kConvert steps
+    std::string error;
+  };
+  std::shared_ptr<Core> core_ = std::make_shared<Core>();
+  // The core's fields under their old names (the constructor fills them, the rest reads).
+  int& sink_ = core_->sink;
+  std::vector<int>& def_step_ = core_->def_step;
+  std::vector<char>& const_val_ = core_->const_val;
+  std::vector<int>& out_def_ = core_->out_def;
+  std::vector<size_t>& out_es_ = core_->out_es;
+  std::vector<Donor>& donors_ = core_->donors;
+  std::vector<Val>& vals_ = core_->vals;
+  std::vector<Ext>& exts_ = core_->exts;
+  std::vector<Const>& consts_ = core_->consts;
+  std::vector<Out>& outs_ = core_->outs;
+  std::vector<Step>& steps_ = core_->steps;
+  int& num_regs_ = core_->num_regs;
+  std::vector<int>& load_steps_ = core_->load_steps;
+  std::vector<int>& interp_regs_ = core_->interp_regs;
+  std::vector<int>& jit_regs_ = core_->jit_regs;
+  int& num_jit_regs_ = core_->num_jit_regs;
+  int64_t& compute_steps_ = core_->compute_steps;
+  std::string& error_ = core_->error;
+  // Per size.
   std::shared_ptr<const lazy::EwForm> form_;  // what the run-time compiler prints
   Shape shape_;
   Instr red_{};        // fused reduction (sink_ >= 0)
-  int sink_ = -1;      // value reduced by red_
-  std::vector<int> def_step_;    // value -> defining step (-1: none)
-  std::vector<char> const_val_;  // value -> is a constant (a bound scalar)
-  std::vector<int> out_def_;     // per output: its defining step
-  std::vector<size_t> out_es_;   // per output: element size
   int64_t n_ = 0;                // numel(shape_)
   int64_t out_bytes_ = 0;        // all outputs together
   mutable Bind bind_;
   mutable std::atomic<bool> busy_{false};
-  std::vector<Donor> donors_;
-  std::vector<Val> vals_;
-  std::vector<Ext> exts_;
-  std::vector<Const> consts_;
-  std::vector<Out> outs_;
-  std::vector<Step> steps_;
-  int num_regs_ = 0;
-  std::vector<int> load_steps_;  // the kLoad steps, in order
-  std::vector<int> interp_regs_, jit_regs_;  // value -> scratch register (-1: none)
-  int num_jit_regs_ = 0;
-  int64_t compute_steps_ = 0;    // kOp and kConvert steps
   std::shared_ptr<jit::Slot> jit_;  // null when SLOTH_JIT=off or the program cannot run
   mutable std::atomic<int64_t> runs_{0};
-  std::string error_;
 };
 
 }  // namespace sloth::cpu
