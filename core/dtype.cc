@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include <ostream>
+
 namespace sloth {
 
 const char* dtype_name(DType t) {
@@ -12,6 +14,18 @@ const char* dtype_name(DType t) {
     case DType::kUInt8: return "uint8";
   }
   return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, DType t) {
+  switch (t) {
+    case DType::kBool: return os << "Bool";
+    case DType::kInt32: return os << "Int";
+    case DType::kInt64: return os << "Long";
+    case DType::kFloat32: return os << "Float";
+    case DType::kFloat64: return os << "Double";
+    case DType::kUInt8: return os << "Byte";
+  }
+  return os << "?";
 }
 
 DType promote_types(DType a, DType b) {

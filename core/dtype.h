@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <type_traits>
 
@@ -28,6 +29,9 @@ constexpr size_t dtype_size(DType t) {
   return 0;
 }
 const char* dtype_name(DType t);
+// Prints LibTorch's ScalarType names ("Float", "Long", "Byte", ...), so `std::cout << t.dtype()`
+// ported from LibTorch compiles and prints what it printed there.
+std::ostream& operator<<(std::ostream& os, DType t);
 constexpr bool is_floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 constexpr bool is_integral(DType t) {
   return t == DType::kUInt8 || t == DType::kInt32 || t == DType::kInt64;

@@ -468,8 +468,10 @@ absl::Status rule_clone(OpId op, Metas in, Attrs&, OutputMeta* out) {
 // ---- composites --------------------------------------------------------------------------------
 absl::Status rule_softmax(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
+  // PyTorch refuses integer input here ("not implemented for 'Long'") rather than promoting.
+  SLOTH_RETURN_IF_ERROR(need_floating(op, in[0], "input"));
   SLOTH_RETURN_IF_ERROR(normalize_dim<DimAttrs>(op_name(op).data(), a, rank(in[0])).status());
-  return unary(op, in, out, is_floating(in[0].dtype) ? in[0].dtype : kDefaultFloat);
+  return unary(op, in, out, in[0].dtype);
 }
 absl::Status rule_nll(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));

@@ -30,6 +30,15 @@ TEST(Errors, Dims) {
   EXPECT_ERROR_HAS(ones({2, 2, 2}).t(), "t: expects a tensor with <= 2 dims");
 }
 
+// torch.softmax on an int64 tensor raises "not implemented for 'Long'" instead of promoting.
+TEST(Errors, SoftmaxOfIntegersIsRefused) {
+  Tensor i = arange(6, kInt64).view({2, 3});
+  EXPECT_ERROR_HAS(softmax(i, 1), "softmax: input must be a floating-point tensor (float32 or "
+                                  "float64), got int64; convert it with .to(kFloat32)");
+  EXPECT_ERROR_HAS(log_softmax(i, 1), "log_softmax: input must be a floating-point tensor");
+  EXPECT_NEAR(softmax(i.to(kFloat32), 1)[0][2].item(), 0.66524096, 1e-6);
+}
+
 TEST(Errors, Indices) {
   Tensor a = ones({2, 3});
   EXPECT_ERROR_HAS(a.select(0, 2), "select: index 2 is out of range for dim 0 of size 2");

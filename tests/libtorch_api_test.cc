@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -283,6 +284,15 @@ TEST(TensorConveniences, FactoriesDtypesDevices) {
   EXPECT_EQ(kFloat, kFloat32);
   EXPECT_EQ(t.to(kCPU).device().type, DeviceType::kCPU);
   EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
+}
+
+// `std::cout << t.dtype()` compiles and prints LibTorch's ScalarType names
+// (`std::cout << torch::kFloat` prints "Float").
+TEST(TensorConveniences, DTypePrintsLibTorchNames) {
+  std::ostringstream os;
+  os << zeros(2).dtype() << ' ' << kDouble << ' ' << kLong << ' ' << kInt << ' ' << kBool << ' '
+     << kByte;
+  EXPECT_EQ(os.str(), "Float Double Long Int Bool Byte");
 }
 
 TEST(TensorConveniences, RequiresGradOptionAndListAliases) {

@@ -274,7 +274,6 @@ void index_samples(Builder& b, OpId op) {
       b.add("dim1_noncontig", {b.T({3, 4})}, DimAttrs{.dim = 1}, {0});
       b.add("dim0_f64", {b.T({2, 3, 4}, f64)}, DimAttrs{.dim = 0});
       b.add("0dim", {S(0.5)}, DimAttrs{.dim = 0});
-      b.add("i64_to_f32", {b.T({2, 3}, i64)}, DimAttrs{.dim = -1});
       b.add("empty", {b.T({0, 3})}, DimAttrs{.dim = 1});
       return;
     case OpId::kCrossEntropy: case OpId::kNllLoss:
