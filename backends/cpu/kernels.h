@@ -83,6 +83,13 @@ struct Env {
   absl::Span<const double> scalars;
   std::vector<DeviceData> vals;  // storage == nullptr: not available
   lazy::RunStats* stats = nullptr;
+  // Slot layouts are a function of the plan and its inputs' dtypes, shapes and strides: two
+  // runs with the same `layout_gen` (non-zero) see every slot with the same dtype, shape and
+  // strides, so a program's operand binding made in one holds in the other (only the data
+  // pointers change). 0: unknown (a concurrent run's own table). Set by the executable.
+  uint64_t layout_gen = 0;
+  // The executable whose run last used this table (its input slots' layouts are that run's).
+  const void* last_run_by = nullptr;
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.

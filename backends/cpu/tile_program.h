@@ -99,6 +99,7 @@ class TileProgram final : public ElementwiseProgram {
   // computed on the first run and recomputed only when a layout changes.
   struct Bind {
     bool valid = false;
+    uint64_t gen = 0;  // Env::layout_gen of the last run whose layouts matched the keys
     std::vector<DType> key_dtype;
     std::vector<Shape> key_shape;
     std::vector<Strides> key_strides;
