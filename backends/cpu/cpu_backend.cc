@@ -41,6 +41,18 @@ DeviceData& Env::alloc_to(int slot, const Shape& shape, DType dtype) {
   if (pool != nullptr) d.storage = pool->take(bytes);
   if (!d.storage) d.storage = make_ref<Storage>(cpu_allocator(), bytes);
   stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
+  d.dtype = dtype;
+  // The slot usually holds this layout from the last run already (a replay).
+  if (d.layout.offset == 0 && lazy::same_dims(d.layout.shape, shape) &&
+      d.layout.strides.size() == shape.size()) {
+    bool contiguous = true;
+    int64_t acc = 1;
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0 && contiguous; --i) {
+      contiguous = d.layout.strides[i] == acc;
+      acc *= std::max<int64_t>(shape[i], 1);
+    }
+    if (contiguous) return d;
+  }
   d.layout.shape.assign(shape.begin(), shape.end());
   d.layout.strides.resize(shape.size());
   int64_t acc = 1;
@@ -69,7 +81,7 @@ double Env::scalar(int slot) {
   return read_double(vals[slot]);
 }
 
-const DeviceData& Env::get(int slot) {
+const DeviceData& Env::get_slow(int slot) {
   if (!has(slot) && plan->slots[slot].kind == SlotKind::kScalar) {
     const lazy::Slot& s = plan->slots[slot];
     DeviceData& d = alloc_to(slot, {}, s.dtype);
@@ -250,8 +262,8 @@ class CpuExecutable final : public lazy::Executable {
       const int32_t i = plan_.slots[s].index;
       DeviceData& d = env.vals[s];
       const DeviceData& src = owned.empty() ? shared[i] : owned[i];
-      if (d.dtype != src.dtype || d.layout.shape != src.layout.shape ||
-          d.layout.strides != src.layout.strides) {
+      if (d.dtype != src.dtype || !lazy::same_dims(d.layout.shape, src.layout.shape) ||
+          !lazy::same_dims(d.layout.strides, src.layout.strides)) {
         same_layouts = false;
         d.layout.shape = src.layout.shape;
         d.layout.strides = src.layout.strides;
@@ -370,7 +382,7 @@ class CpuExecutable final : public lazy::Executable {
       const DeviceData& d = env.get(s);
       if (!d.storage)
         return absl::InternalError(absl::StrFormat("cpu backend: output slot %d was never computed", s));
-      (*outputs)[o] = d;
+      lazy::assign_data((*outputs)[o], d);
     }
     if (mine) reads_ok_ = layouts_ok_ = true;
     return absl::OkStatus();
@@ -431,11 +443,12 @@ class CpuExecutable final : public lazy::Executable {
   absl::Status view_step(Env& env, const Step& st, const Instr& in) {
     const DeviceData& x = env.get(in.in[0]);
     if (st.view_cached && x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
-        x.layout.shape == st.view_in.shape && x.layout.strides == st.view_in.strides) {
+        lazy::same_dims(x.layout.shape, st.view_in.shape) &&
+        lazy::same_dims(x.layout.strides, st.view_in.strides)) {
       DeviceData& o = env.vals[in.out];
       o.storage = x.storage;
-      o.layout.shape = st.view_out.shape;
-      o.layout.strides = st.view_out.strides;
+      lazy::assign_dims(o.layout.shape, st.view_out.shape);
+      lazy::assign_dims(o.layout.strides, st.view_out.strides);
       o.layout.offset = st.view_out.offset;
       o.dtype = x.dtype;
       return absl::OkStatus();

@@ -23,7 +23,7 @@ absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
       if (!donate) break;
       if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
       const DeviceData& x = env.get(exts_[d.ext].slot);
-      if (x.dtype != t || x.storage->use_count() != 1 || x.layout.shape != shape_ ||
+      if (x.dtype != t || x.storage->use_count() != 1 || !lazy::same_dims(x.layout.shape, shape_) ||
           !x.is_contiguous() || x.numel() != n)
         continue;
       b.donated[d.ext] = 1;
