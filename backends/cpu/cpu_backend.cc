@@ -168,6 +168,7 @@ class CpuExecutable final : public lazy::Executable {
     max_input_ = base.max_input_;
     max_scalar_ = base.max_scalar_;
     release_ = base.release_;
+    find_held_at_end();
     steps_.resize(base.steps_.size());
     for (size_t k = 0; k < base.steps_.size(); ++k)
       for (const Step& b : base.steps_[k]) {
@@ -223,13 +224,21 @@ class CpuExecutable final : public lazy::Executable {
     struct Done {
       Env& env;
       std::atomic<bool>* busy;
+      // Set once the run completed: every kernel's releases ran, so only these slots (never
+      // released: inputs, outputs, values nothing reads) can still hold a buffer.
+      const std::vector<int32_t>* held_at_end = nullptr;
       ~Done() {
         // A failed run still waits for its collectives (their buffers stay alive until then).
         if (!env.pending.empty()) (void)finish_pending(env, env.pending.size());
         // Drop every reference (inputs too: a later donation check must not see them).
         // Values computed here that nothing else holds go to the pool (not inputs: those
         // are the caller's, donated or not).
-        if (env.pool != nullptr)
+        if (env.pool != nullptr && held_at_end != nullptr)
+          for (int32_t s : *held_at_end) {
+            if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
+            else env.vals[s].storage.reset();
+          }
+        else if (env.pool != nullptr)
           for (size_t s = 0; s < env.vals.size(); ++s) {
             if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
             else env.vals[s].storage.reset();
@@ -385,6 +394,7 @@ class CpuExecutable final : public lazy::Executable {
       lazy::assign_data((*outputs)[o], d);
     }
     if (mine) reads_ok_ = layouts_ok_ = true;
+    done.held_at_end = &held_at_end_;
     return absl::OkStatus();
   }
 
@@ -506,6 +516,7 @@ class CpuExecutable final : public lazy::Executable {
     lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
     steps_.resize(nk);
     release_ = std::move(sp.release);
+    find_held_at_end();
     for (size_t k = 0; k < nk; ++k)
       for (lazy::PlanStep& ps : sp.kernels[k]) {
         Step st{ps.kind};
@@ -749,6 +760,15 @@ class CpuExecutable final : public lazy::Executable {
     return gen.fetch_add(1, std::memory_order_relaxed) + 1;
   }
   uint64_t layout_gen_ = 0;
+  std::vector<int32_t> held_at_end_;  // slots no kernel end releases (Done)
+  void find_held_at_end() {
+    std::vector<char> released(plan_.slots.size(), 0);
+    for (const auto& r : release_)
+      for (int32_t s : r) released[s] = 1;
+    held_at_end_.clear();
+    for (size_t s = 0; s < plan_.slots.size(); ++s)
+      if (!released[s]) held_at_end_.push_back(static_cast<int32_t>(s));
+  }
   bool layouts_ok_ = false, reads_ok_ = false;
   BufferPool pool_;  // used by the run that holds busy_
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
