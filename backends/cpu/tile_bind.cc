@@ -92,6 +92,7 @@ void TileProgram::rebind(Env& env, Bind& b) const {
     x.direct = x.linear && data[e]->dtype == exts_[e].dtype;
     x.src_size = dtype_size(data[e]->dtype);
     const bool splat = std::all_of(b.st[e].begin(), b.st[e].end(), [](int64_t s) { return s == 0; });
+    x.splat = splat && !x.linear;
     x.load = splat ? tile::splat_for(data[e]->dtype, exts_[e].dtype)
                    : tile::load_for(data[e]->dtype, exts_[e].dtype);
     x.conv = ew::conv_for(data[e]->dtype, exts_[e].dtype);

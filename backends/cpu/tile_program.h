@@ -90,6 +90,7 @@ class TileProgram final : public ElementwiseProgram {
   struct Bound {
     tile::LoadArgs args;
     bool linear = false, direct = false;
+    bool splat = false;  // one element broadcast over the loop (every stride 0)
     size_t src_size = 0;
     tile::LoadFn load = nullptr;
     ew::ConvFn conv = nullptr;
