@@ -25,6 +25,33 @@ struct DeviceData {
   }
 };
 
+// dst = src for the short dim vectors of layouts, without a call to memmove when the sizes
+// already agree (replays copy the same few dims thousands of times).
+inline void assign_dims(std::vector<int64_t>& dst, const std::vector<int64_t>& src) {
+  const size_t n = src.size();
+  if (dst.size() != n) {
+    dst = src;
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+}
+// dst = src (storage shared), keeping dst's layout vectors' capacity.
+inline void assign_data(DeviceData& dst, const DeviceData& src) {
+  dst.storage = src.storage;
+  assign_dims(dst.layout.shape, src.layout.shape);
+  assign_dims(dst.layout.strides, src.layout.strides);
+  dst.layout.offset = src.layout.offset;
+  dst.dtype = src.dtype;
+}
+// The same dims (no call for the few dims of a layout).
+inline bool same_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t n = a.size();
+  if (b.size() != n) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (a[k] != b[k]) return false;
+  return true;
+}
+
 // `d` seen through another layout over the same storage (zero-copy view).
 inline DeviceData with_layout(const DeviceData& d, Layout layout) {
   DeviceData v = d;

@@ -119,6 +119,17 @@ class Fuser {
     readers_.emplace_back();
     const int32_t gi = static_cast<int32_t>(groups_.size()) - 1;
     if (kind == KernelKind::kElementwise) open_by_loop_[in.shape] = gi;
+    // The newest producer could not be joined (a view of a reduction: a bias gradient
+    // reshaped to the bias's shape): older elementwise producers of this loop shape still
+    // move into the new kernel (an optimizer's update of a bias then runs as one kernel,
+    // not one for its momentum decay and one for the rest).
+    if (kind == KernelKind::kElementwise && best >= 0)
+      for (int32_t s : in.in) {
+        if (producer_[s] < 0) continue;
+        const int32_t h = group_of_[producer_[s]];
+        if (h == gi || groups_[h].kind != KernelKind::kElementwise) continue;
+        if (can_merge(h, gi, in.shape)) merge(h, gi);
+      }
     join(gi, i);
   }
 

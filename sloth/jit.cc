@@ -63,6 +63,10 @@ struct InputBind {
   Layout base_layout;  // kArgView/kStateView/kState: the layout of the data it reads from
   DeviceData data;           // kConst: the data; kHostValue: the jit's own buffer
   int32_t action = -1;       // kHostValue: its action
+  // kState: the step gives the tensor a new value (a parameter, a momentum buffer), so its
+  // current buffer is dead after the step and may be donated. A state tensor the step only
+  // reads keeps its buffer.
+  bool rewritten = false;
 };
 
 struct OutputBind {
@@ -169,6 +173,7 @@ std::string difference(const Record& a, const Record& b) {
     else if (x.arg != y.arg) what = "reads another argument";
     else if (x.group != y.group) what = "is a different tensor than in the previous trace";
     else if (x.action != y.action) what = "is another host value";
+    else if (x.rewritten != y.rewritten) what = "is written by one trace and not the other";
     else if (x.kind == InKind::kConst && !same_bytes(x.data, y.data))
       what = absl::StrFormat(
           "(shape %s) holds different values: a number computed on the host that changes from "
@@ -456,6 +461,10 @@ void Core::end_trace(const std::vector<Tensor>& returned) {
         "the step ran %d graphs: it syncs inside (item(), to_vector(), printing or sync()); "
         "jit replays a step that runs one graph (read loss.item() after the call)", r.graphs);
   if (r.problem.empty()) m.classify_outputs(pending, returned);
+  for (InputBind& b : r.inputs)
+    if (b.kind == InKind::kState)
+      for (const OutputBind& o : r.outputs)
+        if (std::find(o.groups.begin(), o.groups.end(), b.group) != o.groups.end()) b.rewritten = true;
   std::unique_ptr<Record> cur = std::move(m.cur);
   for (auto& a : r.actions) a.node.reset();
   pending.clear();
@@ -511,7 +520,8 @@ bool Core::try_replay(absl::Span<const Tensor* const> args, std::vector<Tensor>*
       if (!t.defined()) fail("jit: argument %d is undefined", int64_t(k));
       const TensorImpl& i = *t.impl();
       const ArgSig& s = r.args[k];
-      if (i.shape != s.shape || i.dtype != s.dtype || i.strides != s.strides ||
+      if (!lazy::same_dims(i.shape, s.shape) || i.dtype != s.dtype ||
+          !lazy::same_dims(i.strides, s.strides) ||
           i.group->device != s.device || (s.shares >= 0 && i.group != args[s.shares]->impl()->group)) {
         ok = false;
         if (why.empty())
@@ -581,29 +591,30 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     switch (b.kind) {
       case InKind::kArg: {
         NodePtr v = args[b.arg]->impl()->value();
-        d = *v->data;
+        lazy::assign_data(d, *v->data);
         break;
       }
       case InKind::kArgView:
       case InKind::kStateView: {
         NodePtr v = b.kind == InKind::kArgView ? args[b.arg]->impl()->base_value() : b.group->value;
         const DeviceData& base = *v->data;
-        if (base.layout.shape != b.base_layout.shape || base.layout.strides != b.base_layout.strides) {
+        if (!lazy::same_dims(base.layout.shape, b.base_layout.shape) ||
+            !lazy::same_dims(base.layout.strides, b.base_layout.strides)) {
           note("the layout of a tensor the step reads through a view changed");
           for (auto& x : r.in_buf) x.storage.reset();
           r.armed = false;
           return false;
         }
         d.storage = base.storage;
-        d.layout.shape = b.layout.shape;
-        d.layout.strides = b.layout.strides;
+        lazy::assign_dims(d.layout.shape, b.layout.shape);
+        lazy::assign_dims(d.layout.strides, b.layout.strides);
         d.layout.offset = b.layout.offset - b.base_layout.offset + base.layout.offset;
         d.dtype = base.dtype;
         break;
       }
       case InKind::kHostValue:
       case InKind::kConst:
-        d = b.data;
+        lazy::assign_data(d, b.data);
         break;
       case InKind::kState:
         break;
@@ -614,7 +625,8 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     if (b.kind != InKind::kState) continue;
     Node* v = b.group->value.get();
     DeviceData& src = *v->data;
-    if (src.layout.shape != b.layout.shape || src.layout.strides != b.layout.strides) {
+    if (!lazy::same_dims(src.layout.shape, b.layout.shape) ||
+        !lazy::same_dims(src.layout.strides, b.layout.strides)) {
       note("the layout of a state tensor changed since it was recorded");
       for (auto& x : r.in_buf) x.storage.reset();
       r.armed = false;
@@ -622,18 +634,19 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     }
     // Donation as in the scheduler: a buffer that only this group's value holds is dead
     // once the step has run, so the executable may write the new value into it.
-    if (!r.fallible && v->use_count() == 1 && src.storage && src.storage->use_count() == 1) {
+    if (!r.fallible && b.rewritten && v->use_count() == 1 && src.storage &&
+        src.storage->use_count() == 1) {
       // Only the buffer moves: the layout vectors stay with the node (which output
       // rebinding below reuses), so neither side allocates.
       DeviceData& d = r.in_buf[i];
       d.storage = std::move(src.storage);
-      d.layout.shape = src.layout.shape;
-      d.layout.strides = src.layout.strides;
+      lazy::assign_dims(d.layout.shape, src.layout.shape);
+      lazy::assign_dims(d.layout.strides, src.layout.strides);
       d.layout.offset = src.layout.offset;
       d.dtype = src.dtype;
       donating = true;
     } else {
-      r.in_buf[i] = src;
+      lazy::assign_data(r.in_buf[i], src);
     }
   }
   lazy::RunStats st;
@@ -662,8 +675,8 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
         // The previous value (a .grad) is dead now: the executable may write the next one
         // into it (a replay then takes no buffer from the shared allocator).
         if (old && old->use_count() == 1) r.exe->recycle(std::move(old));
-        dst.layout.shape = out.layout.shape;
-        dst.layout.strides = out.layout.strides;
+        lazy::assign_dims(dst.layout.shape, out.layout.shape);
+        lazy::assign_dims(dst.layout.strides, out.layout.strides);
         dst.layout.offset = out.layout.offset;
         dst.dtype = out.dtype;
         ++grp->version;

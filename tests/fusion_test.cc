@@ -67,6 +67,32 @@ TEST(Fusion, ElementwiseChainIsOneKernel) {
   EXPECT_EQ(k.elementwise, 1);
 }
 
+// ---- replay: an optimizer's update of a bias ----
+// SGD with momentum on a bias: its gradient is a column sum reshaped to the bias's shape (a
+// view kernel); the momentum decay computed before it still joins the update's kernel, so
+// the update is one kernel (not one for buf * momentum and one for the rest).
+TEST(Fusion, BiasUpdateAfterAViewOfAReductionIsOneKernel) {
+  Tensor dy = data({16, 64}), buf = data({64}), p = data({64});
+  Tensor g = sum(dy, {0}, true).reshape({64});
+  Tensor nb = buf * 0.9 + g;
+  Tensor np = p - nb * 0.01;
+  KernelSummary k = kernels_of({nb, np});
+  EXPECT_EQ(k.total, 3) << dump_plan({nb, np});
+  EXPECT_EQ(k.elementwise, 1) << dump_plan({nb, np});
+  EXPECT_EQ(k.reduce, 1);
+  EXPECT_EQ(k.view, 1);
+  // Values against the inputs.
+  std::vector<float> vdy = dy.to_vector<float>(), vb = buf.to_vector<float>(), vp = p.to_vector<float>();
+  std::vector<float> gnb = nb.to_vector<float>(), gnp = np.to_vector<float>();
+  for (int j = 0; j < 64; ++j) {
+    double gs = 0;
+    for (int i = 0; i < 16; ++i) gs += vdy[i * 64 + j];
+    const double b = vb[j] * 0.9f + gs;
+    EXPECT_NEAR(gnb[j], b, 1e-5);
+    EXPECT_NEAR(gnp[j], vp[j] - b * 0.01, 1e-5);
+  }
+}
+
 TEST(Fusion, IndependentOperandChainsMerge) {
   // relu(a*b+c)*d - e/2: e/2 is a separate chain until sub joins both.
   Tensor a = data({1000}), b = data({1000}), c = data({1000}), d = data({1000}), e = data({1000});

@@ -142,6 +142,18 @@ TEST(Jit, BroadcastStridedAndScalarOperands) {
   });
 }
 
+// ---- replay: one-element operands ----
+// A 0-dim float64 tensor (an optimizer's learning rate) broadcast over a float32 loop of many
+// tiles, and a [1, 1] one: the compiled loop reads them from a register filled once per chunk.
+TEST(Jit, OneElementOperandsOverManyTiles) {
+  Tensor p = data({96, 80}), g = data({96, 80}), lr = tensor(0.125, kFloat64), s = data({1, 1});
+  sync({lr});
+  expect_same([&] {
+    Tensor q = p - g * lr;
+    return std::vector<Tensor>{q, q * s + lr};
+  });
+}
+
 TEST(Jit, FusedReductionPrologue) {
   Tensor x = data({128, 300});
   expect_same([&] {

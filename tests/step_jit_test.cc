@@ -338,6 +338,48 @@ TEST(StepJit, ScalarOnlyStepsFollowTheirScalars) {
   }
 }
 
+// A state tensor the step only reads (a frozen weight) keeps its buffer across replays:
+// only tensors the step gives a new value donate theirs to the executable.
+TEST(StepJit, ReadOnlyStateKeepsItsData) {
+  manual_seed(4);
+  Tensor w = randn({5}), x = randn({5});
+  mark_step();
+  const std::vector<float> vw = w.to_vector<float>(), vx = x.to_vector<float>();
+  auto step = jit([&](const Tensor& a) { return a * w + 2.0; });
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<float> got = step(x).to_vector<float>();
+    ASSERT_EQ(w.to_vector<float>(), vw) << "call " << i;
+    for (int k = 0; k < 5; ++k) EXPECT_FLOAT_EQ(got[k], vx[k] * vw[k] + 2.0f) << "call " << i;
+  }
+  EXPECT_EQ(step.stats().replays, 4) << step.stats().to_string();
+}
+
+// ---- replay run path: operand binding per layout ----
+// A CPU executable binds its programs' operands once per layout of its inputs (the slot
+// layouts of a run follow from them) and then only patches data pointers. A step replayed
+// with arguments whose layouts alternate (contiguous, transposed, strided) reads each through
+// its own layout, and an argument passed contiguous again is read as such.
+TEST(StepJit, ReplayFollowsArgumentLayouts) {
+  manual_seed(3);
+  Tensor a = randn({6, 4}), b = randn({4, 6}), c = randn({6, 8}), w = randn({6, 4});
+  mark_step();
+  std::vector<Tensor> xs = {a, b.t(), c.slice(1, 0, 8, 2), a * 1.0, b.t(), c.slice(1, 1, 8, 2)};
+  sync(xs);
+  auto step = jit([&](const Tensor& x) { return relu(x * w + 1.0) - x / 2.0; });
+  for (int round = 0; round < 4; ++round)
+    for (const Tensor& x : xs) {
+      Tensor y = step(x);
+      const std::vector<float> vx = x.contiguous().to_vector<float>(), vw = w.to_vector<float>();
+      const std::vector<float> got = y.to_vector<float>();
+      ASSERT_EQ(got.size(), 24u);
+      for (int k = 0; k < 24; ++k) {
+        const float want = std::max(vx[k] * vw[k] + 1.0f, 0.0f) - vx[k] / 2.0f;
+        ASSERT_NEAR(got[k], want, 1e-5) << "round " << round << " element " << k;
+      }
+    }
+  EXPECT_GT(step.stats().replays, 0) << step.stats().to_string();
+}
+
 TEST(StepJit, LogsFallbackReasons) {
   Data d = make_data(3, 4, 13);
   using R = TrainRun<optim::SGD, optim::SGDOptions>;

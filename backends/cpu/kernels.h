@@ -49,10 +49,14 @@ class BufferPool {
   // A buffer of exactly `bytes`, or null.
   StoragePtr take(size_t bytes) {
     for (size_t i = free_.size(); i-- > 0;)
-      if (free_[i]->bytes() == bytes) {
+      if (sizes_[i] == bytes) {  // sizes kept inline: no Storage touched while searching
         StoragePtr s = std::move(free_[i]);
-        if (i + 1 != free_.size()) free_[i] = std::move(free_.back());
+        if (i + 1 != free_.size()) {
+          free_[i] = std::move(free_.back());
+          sizes_[i] = sizes_.back();
+        }
         free_.pop_back();
+        sizes_.pop_back();
         held_ -= bytes;
         return s;
       }
@@ -63,6 +67,7 @@ class BufferPool {
     if (s && s->use_count() == 1 && !s->external() && s->device().is_cpu() &&
         s->bytes() <= kMaxBuffer && held_ + s->bytes() <= kBudget) {
       held_ += s->bytes();
+      sizes_.push_back(s->bytes());
       free_.push_back(std::move(s));
     }
     s.reset();
@@ -71,6 +76,7 @@ class BufferPool {
 
  private:
   std::vector<StoragePtr> free_;
+  std::vector<size_t> sizes_;  // free_[i]->bytes()
   size_t held_ = 0;
 };
 
@@ -83,6 +89,13 @@ struct Env {
   absl::Span<const double> scalars;
   std::vector<DeviceData> vals;  // storage == nullptr: not available
   lazy::RunStats* stats = nullptr;
+  // Slot layouts are a function of the plan and its inputs' dtypes, shapes and strides: two
+  // runs with the same `layout_gen` (non-zero) see every slot with the same dtype, shape and
+  // strides, so a program's operand binding made in one holds in the other (only the data
+  // pointers change). 0: unknown (a concurrent run's own table). Set by the executable.
+  uint64_t layout_gen = 0;
+  // The executable whose run last used this table (its input slots' layouts are that run's).
+  const void* last_run_by = nullptr;
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.
@@ -91,19 +104,18 @@ struct Env {
   // earlier runs, so steady-state runs allocate nothing but the Storage).
   DeviceData& alloc_to(int slot, const Shape& shape, DType dtype);
   // The slot's data; scalar slots become a 0-dim buffer the first time they are asked for.
-  const DeviceData& get(int slot);
+  const DeviceData& get(int slot) {
+    const DeviceData& d = vals[slot];
+    return d.storage ? d : get_slow(slot);
+  }
+  const DeviceData& get_slow(int slot);
   // The value of a 0-dim operand (scalar slot or data), cast to the slot's dtype, as double.
   double scalar(int slot);
   void set(int slot, DeviceData d) { vals[slot] = std::move(d); }
   // Slot `slot` becomes a view of `src`'s storage with `src`'s layout (copy-assigned: no
   // allocation once the slot's vectors have capacity).
   void set_view(int slot, const DeviceData& src) {
-    DeviceData& d = vals[slot];
-    d.storage = src.storage;
-    d.layout.shape = src.layout.shape;
-    d.layout.strides = src.layout.strides;
-    d.layout.offset = src.layout.offset;
-    d.dtype = src.dtype;
+    lazy::assign_data(vals[slot], src);
   }
 };
 

@@ -55,6 +55,14 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
     tile::fill(ptrs[consts_[c].val], v.dtype, b.cv[c], fill_n);
   }
   const Bound* bound = b.bound.data();
+  // The compiled loop gives every loaded operand its own register and only reads it: an
+  // operand broadcast from one element (a learning rate) is filled once per chunk, not per
+  // tile.
+  if (jit != nullptr)
+    for (int k : load_steps_) {
+      const Bound& x = bound[steps_[k].ext];
+      if (x.splat) x.load(x.args, begin, fill_n, ptrs[steps_[k].out]);
+    }
   char* const* outp = b.outp.data();
   const size_t nouts = outs_.size();
   // Operands read linearly are prefetched kPrefetchTiles tiles ahead: each step reads its
@@ -84,7 +92,8 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
       else x.load(x.args, t, n, ptrs[s.out]);
     };
     if (jit != nullptr) {  // loads as interpreted, then every computing step in one loop
-      for (int k : load_steps_) load(steps_[k]);
+      for (int k : load_steps_)
+        if (!bound[steps_[k].ext].splat) load(steps_[k]);
       jit(ptrs, n);
     } else {
       for (const Step& s : steps_) {

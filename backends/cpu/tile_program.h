@@ -90,6 +90,7 @@ class TileProgram final : public ElementwiseProgram {
   struct Bound {
     tile::LoadArgs args;
     bool linear = false, direct = false;
+    bool splat = false;  // one element broadcast over the loop (every stride 0)
     size_t src_size = 0;
     tile::LoadFn load = nullptr;
     ew::ConvFn conv = nullptr;
@@ -99,6 +100,7 @@ class TileProgram final : public ElementwiseProgram {
   // computed on the first run and recomputed only when a layout changes.
   struct Bind {
     bool valid = false;
+    uint64_t gen = 0;  // Env::layout_gen of the last run whose layouts matched the keys
     std::vector<DType> key_dtype;
     std::vector<Shape> key_shape;
     std::vector<Strides> key_strides;
