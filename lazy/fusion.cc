@@ -51,6 +51,7 @@ class Fuser {
   void run() {
     for (size_t i = 0; i < p_.instrs.size(); ++i) place(static_cast<int32_t>(i));
     p_.kernels.clear();
+    p_.kernels.reserve(groups_.size());
     for (Group& g : groups_) {
       if (g.instrs.empty()) continue;  // merged into a later kernel
       Kernel k;
@@ -264,6 +265,9 @@ void compute_kernel_outputs(Plan& p) {
   for (Kernel& k : p.kernels) {
     k.outputs.clear();
     const bool all = k.kind == KernelKind::kView || k.kind == KernelKind::kOther;
+    size_t count = 0;  // counted first: one allocation per kernel
+    for (int32_t i : k.instrs) count += all || needed[p.instrs[i].out];
+    k.outputs.reserve(count);
     for (int32_t i : k.instrs) {
       int32_t s = p.instrs[i].out;
       if (all || needed[s]) k.outputs.push_back(s);
