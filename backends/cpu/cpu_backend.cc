@@ -434,7 +434,11 @@ class CpuExecutable final : public lazy::Executable {
   }
 
   void compile() {
-    for (size_t s = 0; s < plan_.slots.size(); ++s) {
+    // Inputs and scalars: with ordered slots (lower()) the first ones, values are not read.
+    const size_t bound_slots = plan_.slots_ordered
+                                   ? static_cast<size_t>(plan_.num_inputs + plan_.num_scalars)
+                                   : plan_.slots.size();
+    for (size_t s = 0; s < bound_slots; ++s) {
       const lazy::Slot& slot = plan_.slots[s];
       if (slot.kind == SlotKind::kInput) {
         input_slots_.push_back(static_cast<int32_t>(s));
