@@ -28,7 +28,15 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
   // Sorted, searched by bisection: cheaper to build than a hash set for a kernel's few outputs.
   std::vector<int32_t> wanted(materialize.begin(), materialize.end());
   std::sort(wanted.begin(), wanted.end());
+  // Sized once from the instruction count (each instruction reads at most 3 operands; a
+  // kernel has at most 128 instructions): the maps and lists do not regrow while filling.
+  size_t reads = 0;
+  for (int32_t ii : instrs) reads += plan.instrs[ii].in.size();
   internal.reserve(instrs.size());
+  loaded.reserve(reads + 1);
+  operand_of.reserve(reads + 1);
+  f.operands.reserve(reads + 1);
+  f.outputs.reserve(std::min(instrs.size(), materialize.size()));
   f.steps.reserve(instrs.size() * 2);
   f.values.reserve(instrs.size() * 2);
   auto new_val = [&](DType t) {

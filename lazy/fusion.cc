@@ -51,6 +51,7 @@ class Fuser {
   void run() {
     for (size_t i = 0; i < p_.instrs.size(); ++i) place(static_cast<int32_t>(i));
     p_.kernels.clear();
+    p_.kernels.reserve(groups_.size());
     for (Group& g : groups_) {
       if (g.instrs.empty()) continue;  // merged into a later kernel
       Kernel k;
@@ -94,12 +95,12 @@ class Fuser {
     // before its readers: it joins the newest elementwise kernel of its loop shape (sibling
     // fusion), so a wide program of many small independent ops is a few kernels, not one each.
     if (best < 0 && kind == KernelKind::kElementwise) {
-      auto it = open_by_loop_.find(in.shape);
-      if (it != open_by_loop_.end()) {
-        const Group& G = groups_[it->second];
+      const int32_t open = open_group(in.shape);
+      if (open >= 0) {
+        const Group& G = groups_[open];
         if (G.kind == KernelKind::kElementwise && !G.instrs.empty() &&
             G.instrs.size() < kMaxSiblingInstrs) {
-          join(it->second, i);
+          join(open, i);
           return;
         }
       }
@@ -118,7 +119,11 @@ class Fuser {
     groups_.push_back(std::move(g));
     readers_.emplace_back();
     const int32_t gi = static_cast<int32_t>(groups_.size()) - 1;
-    if (kind == KernelKind::kElementwise) open_by_loop_[in.shape] = gi;
+    if (kind == KernelKind::kElementwise) {
+      open_by_loop_[in.shape] = gi;
+      last_loop_ = &in.shape;
+      last_open_ = gi;
+    }
     // The newest producer could not be joined (a view of a reduction: a bias gradient
     // reshaped to the bias's shape): older elementwise producers of this loop shape still
     // move into the new kernel (an optimizer's update of a bias then runs as one kernel,
@@ -131,6 +136,17 @@ class Fuser {
         if (can_merge(h, gi, in.shape)) merge(h, gi);
       }
     join(gi, i);
+  }
+
+  // open_by_loop_[shape] or -1, through a one-entry memo of the last shape looked up or
+  // opened: a wide program's siblings mostly share one loop shape, so the map is hashed
+  // once per shape change instead of once per instruction.
+  int32_t open_group(const Shape& shape) {
+    if (last_loop_ != nullptr && *last_loop_ == shape) return last_open_;
+    auto it = open_by_loop_.find(shape);
+    last_loop_ = &shape;
+    last_open_ = it == open_by_loop_.end() ? -1 : it->second;
+    return last_open_;
   }
 
   // Kernel h (older than g) may move into g if it is a plain elementwise kernel over `loop`,
@@ -258,6 +274,8 @@ class Fuser {
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
   absl::flat_hash_map<Shape, int32_t> open_by_loop_;  // newest elementwise group per loop shape
+  const Shape* last_loop_ = nullptr;  // open_group's memo: a shape (in p_.instrs) and its entry
+  int32_t last_open_ = -1;
 };
 
 }  // namespace
@@ -275,6 +293,9 @@ void compute_kernel_outputs(Plan& p) {
   for (Kernel& k : p.kernels) {
     k.outputs.clear();
     const bool all = k.kind == KernelKind::kView || k.kind == KernelKind::kOther;
+    size_t count = 0;  // counted first: one allocation per kernel
+    for (int32_t i : k.instrs) count += all || needed[p.instrs[i].out];
+    k.outputs.reserve(count);
     for (int32_t i : k.instrs) {
       int32_t s = p.instrs[i].out;
       if (all || needed[s]) k.outputs.push_back(s);

@@ -16,6 +16,7 @@ Plan lower(const Graph& g) {
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());
   p.num_scalars = static_cast<int32_t>(g.scalars.size());
+  p.slots_ordered = true;  // numbered below: inputs, scalars, values
   // Slot numbering: inputs, then scalars, then values in execution order.
   const int32_t scalar_base = p.num_inputs, value_base = p.num_inputs + p.num_scalars;
   p.slots.resize(value_base + g.order.size());
@@ -79,8 +80,11 @@ void plan_kernels(Plan& p, bool fuse) {
       for (int32_t s : p.instrs[i].in) last[s] = static_cast<int32_t>(k);
   for (int32_t o : p.outputs) last[o] = -1;
   p.free_after.assign(p.kernels.size(), {});
-  for (size_t s = 0; s < p.slots.size(); ++s)
-    if (last[s] >= 0 && p.slots[s].kind == SlotKind::kValue) p.free_after[last[s]].push_back(s);
+  // Value slots only: with ordered slots their range, without reading any slot's kind.
+  const size_t first_value = p.slots_ordered ? static_cast<size_t>(p.num_inputs + p.num_scalars) : 0;
+  for (size_t s = first_value; s < p.slots.size(); ++s)
+    if (last[s] >= 0 && (p.slots_ordered || p.slots[s].kind == SlotKind::kValue))
+      p.free_after[last[s]].push_back(s);
 }
 
 }  // namespace sloth::lazy

@@ -477,7 +477,11 @@ class CpuExecutable final : public lazy::Executable {
   }
 
   void compile() {
-    for (size_t s = 0; s < plan_.slots.size(); ++s) {
+    // Inputs and scalars: with ordered slots (lower()) the first ones, values are not read.
+    const size_t bound_slots = plan_.slots_ordered
+                                   ? static_cast<size_t>(plan_.num_inputs + plan_.num_scalars)
+                                   : plan_.slots.size();
+    for (size_t s = 0; s < bound_slots; ++s) {
       const lazy::Slot& slot = plan_.slots[s];
       if (slot.kind == SlotKind::kInput) {
         input_slots_.push_back(static_cast<int32_t>(s));
@@ -658,14 +662,23 @@ class CpuExecutable final : public lazy::Executable {
   void find_constant_steps() {
     std::vector<char> is_const(plan_.slots.size(), 0), plan_out(plan_.slots.size(), 0);
     for (int32_t o : plan_.outputs) plan_out[o] = 1;
+    // Scratch lists reused from step to step: a wide program has one step per 32 outputs,
+    // none of them constant, and should not allocate for each.
+    std::vector<int32_t> ins, outs, scal;
     for (const Op& op : ops_) {
       if (op.kind != Op::kStep) continue;
       Step& st = steps_[op.k][op.i];
       if (st.kind == StepKind::kKernel) continue;
-      std::vector<int32_t> ins = st.io->instrs;
+      ins.assign(st.io->instrs.begin(), st.io->instrs.end());
       if (st.instr >= 0) ins.push_back(st.instr);
       if (ins.empty()) continue;
-      std::vector<int32_t> outs, scal;
+      // A step reading a graph input is never constant: rejected before the lists below.
+      bool reads_input = false;
+      for (int32_t i : ins)
+        for (int32_t s : plan_.instrs[i].in) reads_input |= plan_.slots[s].kind == SlotKind::kInput;
+      if (reads_input) continue;
+      outs.clear();
+      scal.clear();
       for (int32_t i : ins) outs.push_back(plan_.instrs[i].out);
       bool ok = true;
       for (int32_t i : ins)

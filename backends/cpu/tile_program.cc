@@ -40,7 +40,17 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     error_ = "cpu backend: " + form->error;
     return;
   }
+  // Every list sized once from the form (a wide program builds thousands of these).
   vals_.reserve(form->values.size());
+  steps_.reserve(form->steps.size());
+  exts_.reserve(form->operands.size());
+  load_steps_.reserve(form->operands.size());
+  outs_.reserve(form->outputs.size());
+  out_def_.reserve(form->outputs.size());
+  out_es_.reserve(form->outputs.size());
+  consts_.reserve(std::count_if(form->steps.begin(), form->steps.end(), [](const auto& fs) {
+    return fs.kind == FormKind::kScalar;
+  }));
   def_step_.assign(form->values.size(), -1);
   const_val_.assign(form->values.size(), 0);
   for (DType t : form->values) vals_.push_back({t});
