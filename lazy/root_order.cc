@@ -16,7 +16,7 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 
 // Nodes visited per root: deep enough to tell an optimizer's parameter, moment and gradient
 // updates apart (they differ within 2-3 ops of the root), cheap for a flush of 10^4 roots.
-constexpr int kBudget = 48;
+constexpr int kBudget = 24;
 
 }  // namespace
 
