@@ -16,7 +16,9 @@
 //     sizes:5 as 4, each timed step (its size changed) followed by a timed step of the same
 //       size on another batch: changed_vs_same is the median over the pairs of the ratio of
 //       the two, each pair measured back to back (on a shared machine the load changes far
-//       less within a pair than between runs, so this is the stable form of 4 vs 2).
+//       less within a pair than between runs, so this is the stable form of 4 vs 2);
+//       plan_us_* and exec_us_* split the two medians into planning (graph walk, plan-cache
+//       and instance lookup) and running; the rest of a step is recording and autograd.
 //   BM_TransformerSteps: nn::TransformerEncoderLayer (d 128, 4 heads, GELU MLP 512, pre-norm,
 //     causal, dropout 0), mse_loss, AdamW, batch 8, 114 timed steps. sizes:0 length 36;
 //     sizes:1 cycles through the lengths 8..64 (57 distinct, mean 36; the timed loop
@@ -67,7 +69,7 @@ void run_steps(benchmark::State& state, const std::vector<Batch>& batches,
   const double first = step(batches[i++ % batches.size()]);
   double loss = first;
   const bool paired = state.range(0) == 5;
-  std::vector<double> changed_ms, same_ms, ratios;  // sizes:5
+  std::vector<double> changed_ms, same_ms, ratios, plan_us[2], exec_us[2];  // sizes:5
   // sizes:4, 5: every size instantiated and run once before timing (the steady state).
   if (state.range(0) >= 4)
     while (i < batches.size()) loss = step(batches[i++ % batches.size()]);
@@ -100,12 +102,19 @@ void run_steps(benchmark::State& state, const std::vector<Batch>& batches,
     samples += static_cast<double>(b.n);
     ++steps;
     if (paired) {  // the same size again right away, on another batch of it
+      const Metrics m2 = metrics();
       const auto t1 = std::chrono::steady_clock::now();
       loss = step(warm);
       const double dy = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      const Metrics m3 = metrics();
       changed_ms.push_back(dt * 1e3);
       same_ms.push_back(dy * 1e3);
       ratios.push_back(dt / dy);
+      // Where the difference is: planning (graph walk, cache and instance lookup) or running.
+      plan_us[0].push_back((m1.plan_s - m0.plan_s) * 1e6);
+      plan_us[1].push_back((m3.plan_s - m2.plan_s) * 1e6);
+      exec_us[0].push_back((m1.execute_s - m0.execute_s) * 1e6);
+      exec_us[1].push_back((m3.execute_s - m2.execute_s) * 1e6);
     }
   }
   if (paired) {
@@ -116,6 +125,10 @@ void run_steps(benchmark::State& state, const std::vector<Batch>& batches,
     state.counters["changed_ms"] = median(changed_ms);
     state.counters["same_ms"] = median(same_ms);
     state.counters["changed_vs_same"] = median(ratios);
+    state.counters["plan_us_changed"] = median(plan_us[0]);
+    state.counters["plan_us_same"] = median(plan_us[1]);
+    state.counters["exec_us_changed"] = median(exec_us[0]);
+    state.counters["exec_us_same"] = median(exec_us[1]);
   }
   const Metrics end = metrics();
   sloth_bench::check_trains(first, loss);
