@@ -18,6 +18,12 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 // updates apart (they differ within 2-3 ops of the root), cheap for a flush of 10^4 roots.
 constexpr int kBudget = 24;
 
+// ---- distributed ----
+bool is_collective(OpId op) {
+  return op == OpId::kAllReduce || op == OpId::kBroadcast || op == OpId::kAllGather ||
+         op == OpId::kReduceScatter;
+}
+
 }  // namespace
 
 uint64_t root_signature(const Node* root) {
@@ -35,7 +41,10 @@ uint64_t root_signature(const Node* root) {
     }
     h = mix(h, static_cast<uint64_t>(n->op) << 8 | n->inputs.size());
     if (n->op == OpId::kScalar) continue;  // its value is data
-    if (size_attrs_of(n->op) == SizeAttrs::kNone) {
+    if (is_collective(n->op)) {
+      // Not its attributes: they hold the rank, and every rank must order its roots alike
+      // (collectives start in the order the walk finds them; see build_graph).
+    } else if (size_attrs_of(n->op) == SizeAttrs::kNone) {
       h = mix(h, n->attrs.hash());
     } else {
       Attrs a = n->attrs;

@@ -8,7 +8,9 @@
 // structural signature that sees neither sizes (so every size of a step orders alike), nor
 // data (scalar values, input contents), nor creation order; roots of equal signature keep
 // their incoming order. Results stay exact: a sync materializes each root node itself, so
-// the order only decides how values are numbered, never which value lands where.
+// the order only decides how values are numbered, never which value lands where. Every rank
+// of a distributed job orders its roots alike (the signature leaves out the rank a
+// collective's attributes hold), so collectives still start in the same order everywhere.
 #pragma once
 
 #include <cstdint>
