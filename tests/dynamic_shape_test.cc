@@ -438,4 +438,24 @@ TEST(DynamicShapes, TransformerFirstAndLaterStepsShareAPlan) {
   EXPECT_EQ(m.plan_instantiations, static_cast<int64_t>(lens.size()) - 1);
 }
 
+// The order of a flush's roots decides the order of a fused kernel's instructions; whatever
+// it is, an output written in place over an operand's buffer must not clobber a later load
+// of that buffer (here `a` is loaded as uint8 for -a + 300 and as float for a / 255, and
+// -a + 300 may take a's buffer, dead after the kernel). In the structural root order the
+// kernel computes -a + 300 before a / 255.
+TEST(DynamicShapes, InPlaceOutputBeforeAnotherLoadOfItsBuffer) {
+  using U = std::vector<uint8_t>;
+  std::vector<Tensor> out;
+  {
+    Tensor a = from_vector(U{250, 3, 128, 0}, {4}), b = from_vector(U{10, 5, 128, 1}, {4});
+    out = {(a + b) * 3 - 7, (a.to(kFloat) / 255.0) * (b > 4), -a + 300};
+  }  // only the graph holds a and b: their buffers may be donated
+  sync(out);
+  const std::vector<float> scaled = out[1].to_vector<float>();
+  const std::vector<float> want = {250 / 255.f, 3 / 255.f, 128 / 255.f, 0.f};  // b > 4: 1, 1, 1, 0
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(scaled[i], want[i]) << i;
+  EXPECT_EQ(out[2].to(kFloat).to_vector<float>(), (std::vector<float>{50, 41, 172, 44}));
+  EXPECT_EQ(out[0].to(kFloat).to_vector<float>(), (std::vector<float>{5, 17, 249, 252}));
+}
+
 }  // namespace
