@@ -20,6 +20,7 @@
 #include "lazy/metrics.h"
 #include "lazy/plan_instance.h"
 #include "lazy/profiler.h"
+#include "lazy/root_order.h"
 #include "lazy/size_key.h"
 #include "lazy/tensor_impl.h"
 
@@ -216,8 +217,18 @@ bool log_enabled(const char* topic) { return settings().log_on(topic); }
 
 void set_auto_flush_limit(int64_t nodes) { auto_flush_limit = nodes; }
 
-void sync_nodes(absl::Span<const NodePtr> roots, Device device) {
+void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   std::lock_guard<std::recursive_mutex> trace_guard(trace_lock());
+  // The roots in structural order (lazy/root_order.h): a step whose tensors were created in
+  // another order (AdamW's moments on the first step) numbers its values alike, so it takes
+  // the same plan. Each root node is materialized by itself below, so no result moves.
+  std::vector<NodePtr> ordered;
+  absl::Span<const NodePtr> roots = roots_in;
+  if (roots_in.size() > 1) {
+    ordered.assign(roots_in.begin(), roots_in.end());
+    order_roots(ordered);
+    roots = ordered;
+  }
   Backend* backend = backend_for(device);
   if (backend == nullptr)
     fail("sync: no backend for device %s; %s", device.str(),
@@ -390,7 +401,9 @@ std::recursive_mutex& trace_lock() {
 WorkerTraceScope::WorkerTraceScope() : lock(trace_lock()) { worker_thread = true; }
 WorkerTraceScope::~WorkerTraceScope() { worker_thread = false; }
 
-std::string describe_plan(absl::Span<const NodePtr> roots) {
+std::string describe_plan(absl::Span<const NodePtr> roots_in) {
+  std::vector<NodePtr> roots(roots_in.begin(), roots_in.end());
+  order_roots(roots);  // as sync_nodes orders them
   Graph g = build_graph(roots);
   Plan p = lower(g);
   plan_kernels(p, fusion_enabled());

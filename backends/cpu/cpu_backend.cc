@@ -248,6 +248,10 @@ class CpuExecutable final : public lazy::Executable {
         if (busy) busy->store(false, std::memory_order_release);
       }
     } done{env, mine ? &busy_ : nullptr};
+    if (mine && run_state_->last != this) {  // the plan's last run was at other sizes
+      pool_ = BufferPool();
+      run_state_->last = this;
+    }
     const size_t num_inputs = shared.size() + owned.size();
     lazy::RunStats local;
     env.plan = &plan_;
@@ -783,17 +787,26 @@ class CpuExecutable final : public lazy::Executable {
       if (!released[s]) held_at_end_.push_back(static_cast<int32_t>(s));
   }
   bool layouts_ok_ = false, reads_ok_ = false;
-  BufferPool pool_;  // used by the run that holds busy_
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
   // instances of this plan for other sizes (same slots): a program whose sizes change every
   // step keeps reusing one warm table and its layout vectors' capacity.
   struct RunState {
     Env env;
     std::atomic<bool> busy{false};
+    // Small buffers of the last run, used by the run that holds busy. One pool for all the
+    // plan's sizes (dynamic shapes): a pool per instance held up to BufferPool::kBudget per
+    // size (a megabyte times every sequence length) and handed a step buffers it last
+    // touched a whole cycle of sizes ago, cold in cache. `last` is the executable whose run
+    // filled it: a run at other sizes first returns them to the caching allocator (whose
+    // bins serve any size, most recently freed first, so still warm) instead of keeping
+    // buffers of sizes it would never take.
+    BufferPool pool;
+    const void* last = nullptr;
   };
   std::shared_ptr<RunState> run_state_ = std::make_shared<RunState>();
   Env& env_ = run_state_->env;
   std::atomic<bool>& busy_ = run_state_->busy;
+  BufferPool& pool_ = run_state_->pool;
 };
 
 class CpuBackend final : public lazy::Backend {

@@ -103,15 +103,23 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
   // over. Safe only if every step reading the operand runs no later than the step that
   // writes the output (a tile is read before it is overwritten) and the read is in lockstep
   // (checked at run time: same dtype, same linear layout, nothing else holds the storage).
-  for (int32_t d : opt.donatable)
+  // An operand loaded more than once (as two dtypes: `-a + 300` and `a.to(kFloat)` over a
+  // uint8 `a`) is read from memory by each of its loads: the last read is the last one over
+  // all of them, or an output written in place by an earlier step clobbers what a later load
+  // of the same buffer reads.
+  for (int32_t d : opt.donatable) {
+    int last = -1;
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      const Step& st = steps_[k];
+      bool reads = st.kind == Kind::kLoad && exts_[st.ext].slot == d;
+      for (int i : st.in)
+        for (size_t e = 0; e < exts_.size() && !reads; ++e)
+          reads = i >= 0 && exts_[e].slot == d && i == exts_[e].val;
+      if (reads) last = static_cast<int>(k);
+    }
     for (size_t e = 0; e < exts_.size(); ++e)
-      if (exts_[e].slot == d) {
-        int last = -1;
-        for (size_t k = 0; k < steps_.size(); ++k)
-          for (int i : steps_[k].in)
-            if (i == exts_[e].val) last = static_cast<int>(k);
-        donors_.push_back({static_cast<int>(e), last});
-      }
+      if (exts_[e].slot == d) donors_.push_back({static_cast<int>(e), last});
+  }
   allocate_registers();
   for (size_t k = 0; k < steps_.size(); ++k)
     if (steps_[k].kind == Kind::kLoad) load_steps_.push_back(static_cast<int>(k));
