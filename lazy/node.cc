@@ -160,8 +160,7 @@ void Node::release() {
     pending->pop_back();
     // The operands are usually freed next (a chain is freed link by link): start fetching
     // their lines now, while this node is reset.
-    for (const auto& in : n->inputs)
-      prefetch_for_write(in.get(), reinterpret_cast<const char*>(&in->scalar) - reinterpret_cast<const char*>(in.get()));
+    for (const auto& in : n->inputs) __builtin_prefetch(in.get(), 1, 3);  // its reference count
     bump(live_count, -1);
     if (!n->has_data && n->op != OpId::kScalar) bump(pending_count, -1);
     if (n->has_data) {

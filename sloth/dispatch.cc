@@ -79,8 +79,10 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   // fresh stores).
   autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
-  fn->next.reserve(in.size());
-  fn->input_info_.reserve(in.size());
+  if (in.size() > 3) {  // both hold three inline
+    fn->next.reserve(in.size());
+    fn->input_info_.reserve(in.size());
+  }
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
