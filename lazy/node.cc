@@ -61,15 +61,16 @@ Node* Node::acquire() {
   if (f.empty()) return new Node();
   Node* n = f.back();
   f.pop_back();
-  // The nodes of the next op (an op and its scalar leaf take two): the fields a maker writes
-  // (through `scalar`) three takes ahead, and the shape buffer of the next one, whose node
-  // lines were prefetched two takes ago (core/prefetch.h).
+  // The nodes of the next ops (an op and its scalar leaf take two): the fields a maker writes
+  // (through `scalar`) six takes ahead, and the shape buffer of the one two takes ahead, whose
+  // lines were prefetched four takes ago (reading its buffer pointer must not miss: at a
+  // shorter distance that load was most of the cost). See core/prefetch.h.
   const size_t k = f.size();
-  if (k >= 3) {
-    const Node* p = f[k - 3];
+  if (k >= 6) {
+    const Node* p = f[k - 6];
     prefetch_for_write(p, reinterpret_cast<const char*>(&p->scalar + 1) - reinterpret_cast<const char*>(p));
   }
-  if (k >= 1) prefetch_for_write(f[k - 1]->shape.data(), 8);
+  if (k >= 2) prefetch_for_write(f[k - 2]->shape.data(), 8);
   return n;
 }
 

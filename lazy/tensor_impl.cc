@@ -100,11 +100,13 @@ TensorImpl* TensorImpl::acquire() {
   if (f.empty()) return new TensorImpl();
   TensorImpl* t = f.back();
   f.pop_back();
-  // The next op's tensors (a result and a wrapped number's handle): their hot fields two takes
-  // ahead, and the first line of the next one's shape and stride buffers (core/prefetch.h).
+  // The next ops' tensors (a result and a wrapped number's handle, which is recycled hot):
+  // hot fields three takes ahead, and the first line of the shape and stride buffers of the
+  // next one, whose fields were prefetched two ops ago (reading its buffer pointers must not
+  // miss: at a shorter distance that load was most of the cost). See core/prefetch.h.
   const size_t k = f.size();
-  if (k >= 2) {
-    const TensorImpl* p = f[k - 2];
+  if (k >= 3) {
+    const TensorImpl* p = f[k - 3];
     // Through the chain's size word (its first 8 bytes), which make() and release() read.
     prefetch_for_write(p, reinterpret_cast<const char*>(&p->chain) + 8 -
                               reinterpret_cast<const char*>(p));
