@@ -11,7 +11,24 @@
 namespace sloth::autograd {
 namespace {
 
+// Sequence numbers come in per-thread blocks (one locked add per 4096 nodes instead of one per
+// node, which also waits for the node's own stores): numbers grow on each thread, which is all
+// their users need (the engine's order among ready nodes; a composite op's "made by this call"
+// test against peek_sequence_nr() on the same thread).
 std::atomic<uint64_t> next_sequence_nr{1};
+constexpr uint64_t kSequenceBlock = 4096;
+struct SequenceBlock {
+  uint64_t next = 0, end = 0;
+};
+thread_local SequenceBlock sequence_block;
+uint64_t take_sequence_nr() {
+  SequenceBlock& b = sequence_block;
+  if (b.next == b.end) {
+    b.next = next_sequence_nr.fetch_add(kSequenceBlock, std::memory_order_relaxed);
+    b.end = b.next + kSequenceBlock;
+  }
+  return b.next++;
+}
 std::array<Formula, kNumOps>& formulas() {
   static std::array<Formula, kNumOps> f{};
   return f;
@@ -27,7 +44,7 @@ thread_local bool grad_enabled = true;
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
-GradFn::GradFn() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+GradFn::GradFn() : sequence_nr(take_sequence_nr()) {}
 
 void GradFn::release() {
   // A work list instead of recursion (as lazy::Node::release): dropping a node's edges may
@@ -70,13 +87,24 @@ Edge gradient_edge(const TensorImplPtr& t) {
   return {};
 }
 
-uint64_t peek_sequence_nr() { return next_sequence_nr.load(std::memory_order_relaxed); }
+uint64_t peek_sequence_nr() {
+  // This thread's next number; once its block is used up, every later block starts above it.
+  const SequenceBlock& b = sequence_block;
+  return b.next != b.end ? b.next : next_sequence_nr.load(std::memory_order_relaxed);
+}
 
 void SavedVariable::save(const TensorImplPtr& t, bool check) {
   value = t->value();
-  group = t->group;
-  version = group->version;
   wrapped = t->wrapped_number;
+  // A wrapped number is never checked nor written: its group is not kept (it goes back to
+  // the pool with the temporary handle instead of living as long as this node).
+  if (wrapped) {
+    group.reset();
+    version = 0;
+  } else {
+    group = t->group;
+    version = group->version;
+  }
   // A C++ number (x / 2.0) is a Scalar argument in PyTorch: nothing is saved or checked, so a
   // second backward through such a node is fine.
   checked = check && !wrapped;

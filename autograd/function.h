@@ -67,7 +67,7 @@ using Hook = std::function<TensorImplPtr(const TensorImplPtr&)>;
 // sync materializes the value instead of leaving it to be recomputed at backward.
 struct SavedVariable {
   lazy::NodePtr value;          // null: nothing saved
-  Ref<lazy::AliasGroup> group;
+  Ref<lazy::AliasGroup> group;  // null for a wrapped number
   int64_t version = 0;
   bool checked = false;         // PyTorch saves it too: its version is checked at backward
   bool wrapped = false;         // a wrapped number (x * 2.0): unpacked as one again

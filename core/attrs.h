@@ -43,6 +43,11 @@ struct Attrs {
   AttrSlots slots;  // read and written only through the views of core/op_attrs.h
 
   uint64_t hash() const;
+  // No attribute set (most elementwise ops): the recorder then leaves a node's attrs alone.
+  bool is_default() const {
+    return dims.empty() && dtype == DType::kFloat32 && slots.dims2.empty() &&
+           !(slots.i0 | slots.i1 | slots.i2 | slots.i3) && slots.f0 == 0 && !slots.flag;
+  }
   // Every field, for IR dumps (which print attrs without knowing the op's view).
   std::string debug_string() const;
   friend bool operator==(const Attrs&, const Attrs&) = default;

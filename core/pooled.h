@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <new>
 
+#include "core/prefetch.h"
+
 namespace sloth {
 
 // struct X : Pooled<X> { ... };  `new X` / `delete x` recycle up to kCap blocks per thread
@@ -19,6 +21,9 @@ struct Pooled {
       void* p = f.head;
       f.head = *static_cast<void**>(p);
       --f.count;
+      // The block the next op takes: its lines arrive while this one is filled in (with many
+      // live objects the list's blocks are cold; see core/prefetch.h).
+      prefetch_for_write(f.head, sizeof(T));
       return p;
     }
     return ::operator new(n);

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/prefetch.h"
 #include "lazy/size_key.h"
 
 namespace sloth::lazy {
 namespace {
 
 std::atomic<uint64_t> epoch{1};
+
+// How many nodes ahead the walk prefetches where it knows them (a stack or an order).
+constexpr size_t kAhead = 6;
 
 inline uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -75,6 +79,14 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
         continue;
       }
       // All operands are done: emit n. Its key entry names its operands by slot and kind.
+      // A long chain is walked down then emitted back up: the nodes emitted next are the
+      // stack's lower entries, whose lines a deep walk has evicted; fetch them ahead.
+      // The shape buffer (read for the key) of a nearer one, whose lines came earlier.
+      if (stack.size() > 2 * kAhead) {
+        const Node* next = stack[stack.size() - 1 - 2 * kAhead].first;
+        prefetch_for_write(next, reinterpret_cast<const char*>(&next->scalar) - reinterpret_cast<const char*>(next));
+        __builtin_prefetch(stack[stack.size() - 1 - kAhead].first->shape.data());
+      }
       n->mark = mark | 1;
       n->slot = next_value++;
       g.order.push_back(n);
@@ -82,7 +94,10 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       h = mix(h, static_cast<uint64_t>(n->dtype));
       h = mix(h, 0x4000 + n->shape.size());
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
-      h = mix(h, attrs_key(n->op, n->attrs, sizes));
+      // A node without attributes is keyed with the default ones, which are hot, instead of
+      // its own (three cold cache lines per node of a long chain).
+      static const Attrs kNoAttrs;
+      h = mix(h, attrs_key(n->op, n->has_attrs ? n->attrs : kNoAttrs, sizes));
       for (const auto& in : n->inputs) {
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
@@ -106,7 +121,9 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   // graph. It also makes the graph's other nodes dead once it has run, which is what lets the
   // scheduler donate an input whose only readers are this graph's nodes: no pending node
   // survives the sync reading it. View caches do not count (see Node::cache_refs).
-  for (Node* n : g.order) {
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    Node* n = g.order[i];
+    if (i + kAhead < g.order.size()) __builtin_prefetch(g.order[i + kAhead], 1, 3);
     if (n->mark == (mark | 3)) continue;
     if (n->use_count() > static_cast<int64_t>(n->graph_refs) + n->cache_refs) {
       n->mark = mark | 3;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/hash/hash.h"
+#include "core/prefetch.h"
 
 namespace sloth::lazy {
 namespace {
@@ -48,8 +49,9 @@ int64_t live_nodes() { return live_count.load(std::memory_order_relaxed); }
 int64_t pending_nodes() { return pending_count.load(std::memory_order_relaxed); }
 
 void Node::materialize(DeviceData d) {
-  if (!data) bump(pending_count, -1);
+  if (!has_data) bump(pending_count, -1);
   data = std::move(d);
+  has_data = true;
   inputs.clear();
 }
 
@@ -59,8 +61,35 @@ Node* Node::acquire() {
   if (f.empty()) return new Node();
   Node* n = f.back();
   f.pop_back();
+  // The nodes of the next ops (an op and its scalar leaf take two): the fields a maker writes
+  // (through `scalar`) six takes ahead, and the shape buffer of the one two takes ahead, whose
+  // lines were prefetched four takes ago (reading its buffer pointer must not miss: at a
+  // shorter distance that load was most of the cost). See core/prefetch.h.
+  const size_t k = f.size();
+  if (k >= 6) {
+    const Node* p = f[k - 6];
+    prefetch_for_write(p, reinterpret_cast<const char*>(&p->scalar + 1) - reinterpret_cast<const char*>(p));
+  }
+  if (k >= 2) prefetch_for_write(f[k - 2]->shape.data(), 8);
   return n;
 }
+
+namespace {
+// attrs are written only when the op has some, and cleared only when a recycled node had some.
+inline void set_attrs(Node* n, const Attrs& attrs) {
+  if (!attrs.is_default()) {
+    n->attrs = attrs;
+    n->has_attrs = true;
+  } else if (n->has_attrs) {
+    n->attrs = Attrs();
+    n->has_attrs = false;
+  }
+}
+uint64_t attrs_hash(const Attrs& attrs) {
+  static const uint64_t default_hash = Attrs().hash();
+  return attrs.is_default() ? default_hash : attrs.hash();
+}
+}  // namespace
 
 NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
                    absl::Span<const NodePtr> inputs) {
@@ -75,11 +104,11 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
   n->op = op;
   n->dtype = dtype;
   uint64_t h = leaf_hash(op, shape, dtype);
-  h = mix(h, attrs.hash());
+  h = mix(h, attrs_hash(attrs));
   for (const Node* in : inputs) h = mix(h, in->hash);
   n->hash = h;
   n->shape = shape;
-  n->attrs = attrs;
+  set_attrs(n.get(), attrs);
   n->inputs.clear();
   for (Node* in : inputs) n->inputs.emplace_back(in);
   if (op != OpId::kScalar) bump(pending_count, 1);
@@ -89,18 +118,19 @@ NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
 NodePtr Node::data_leaf(DeviceData d) {
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kData;
-  n->attrs = Attrs();
+  set_attrs(n.get(), Attrs());
   n->dtype = d.dtype;
   n->shape = d.layout.shape;
   n->hash = leaf_hash(OpId::kData, n->shape, n->dtype);
   n->data = std::move(d);
+  n->has_data = true;
   return n;
 }
 
 NodePtr Node::scalar_leaf(double value, DType dtype) {
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = OpId::kScalar;
-  n->attrs = Attrs();
+  set_attrs(n.get(), Attrs());
   n->dtype = dtype;
   n->scalar = value;
   n->shape.clear();
@@ -129,22 +159,29 @@ void Node::release() {
   while (!pending->empty()) {
     Node* n = pending->back();
     pending->pop_back();
+    // The operands are usually freed next (a chain is freed link by link): start fetching
+    // their lines now, while this node is reset.
+    for (const auto& in : n->inputs) __builtin_prefetch(in.get(), 1, 3);  // its reference count
     bump(live_count, -1);
-    if (!n->data && n->op != OpId::kScalar) bump(pending_count, -1);
-    // Dropping the inputs may release more nodes (release() re-enters above and queues them).
-    n->inputs.clear();
-    n->data.reset();
+    if (!n->has_data && n->op != OpId::kScalar) bump(pending_count, -1);
+    if (n->has_data) {
+      n->data.reset();
+      n->has_data = false;
+    }
     if (node_pool.free.size() < kPoolCap) {
-      // attrs are left for the next maker to overwrite (make() assigns them, the leaf makers
-      // reset them): most nodes carry attrs, so resetting here would write them twice.
+      // attrs are left for the next maker (make() assigns them where the op has some, and
+      // clears them where it has none and the recycled node had some: see has_attrs).
       n->shape.clear();
       n->mark = 0;
       n->slot = -1;
       n->graph_refs = 0;
       n->cache_refs = 0;
       n->scalar = 0;
+      // Dropping the inputs may release more nodes (release() re-enters above and queues them).
+      n->inputs.clear();
       node_pool.free.push_back(n);
     } else {
+      n->inputs.clear();
       delete n;
     }
   }

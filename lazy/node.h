@@ -25,6 +25,12 @@ class Node final : public RefCounted {
   // empty) last. A 1e5-node graph walks this for each node.
   OpId op = OpId::kData;
   DType dtype = DType::kFloat32;
+  // attrs differs from Attrs(): recording an op without attributes (add, mul) then neither
+  // copies nor clears them, and never touches their cache lines.
+  bool has_attrs = false;
+  // data.has_value(), kept in the first cache line: the graph walk and freeing ask it of every
+  // node, and `data`'s own flag sits three lines in. Only node.cc writes `data`.
+  bool has_data = false;
   // Scratch used while building a graph (see graph.cc); meaningless outside. graph_refs: how
   // many edges of the graph being built point at this node, so the scheduler can tell the
   // references it accounts for from holders outside the graph.
@@ -39,10 +45,10 @@ class Node final : public RefCounted {
   absl::InlinedVector<NodePtr, 3> inputs;
   Shape shape;
   double scalar = 0;                // kScalar: the value, which is data (not hashed)
-  std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync
+  std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync (has_data)
   Attrs attrs;
 
-  bool materialized() const { return data.has_value(); }
+  bool materialized() const { return has_data; }
   // Keeps `d` as this node's value and drops the operands: whatever consumes this node from
   // now on reads the data, and the IR above it can be freed.
   void materialize(DeviceData d);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/prefetch.h"
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
 
@@ -64,11 +65,16 @@ void AliasGroup::unlink() {
 
 Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
   AliasGroup* g;
-  if (group_pool.free.empty()) {
+  auto& f = group_pool.free;
+  if (f.empty()) {
     g = new AliasGroup();
   } else {
-    g = group_pool.free.back();
-    group_pool.free.pop_back();
+    g = f.back();
+    f.pop_back();
+    // The next op's groups (a result's and a wrapped number's): see core/prefetch.h.
+    const size_t k = f.size();
+    if (k >= 1) prefetch_for_write(f[k - 1], sizeof(AliasGroup));
+    if (k >= 2) prefetch_for_write(f[k - 2], sizeof(AliasGroup));
   }
   g->value = std::move(v);
   g->device = d;
@@ -90,9 +96,26 @@ void AliasGroup::release() {
 }
 
 TensorImpl* TensorImpl::acquire() {
-  if (impl_pool.free.empty()) return new TensorImpl();
-  TensorImpl* t = impl_pool.free.back();
-  impl_pool.free.pop_back();
+  auto& f = impl_pool.free;
+  if (f.empty()) return new TensorImpl();
+  TensorImpl* t = f.back();
+  f.pop_back();
+  // The next ops' tensors (a result and a wrapped number's handle, which is recycled hot):
+  // hot fields three takes ahead, and the first line of the shape and stride buffers of the
+  // next one, whose fields were prefetched two ops ago (reading its buffer pointers must not
+  // miss: at a shorter distance that load was most of the cost). See core/prefetch.h.
+  const size_t k = f.size();
+  if (k >= 3) {
+    const TensorImpl* p = f[k - 3];
+    // Through the chain's size word (its first 8 bytes), which make() and release() read.
+    prefetch_for_write(p, reinterpret_cast<const char*>(&p->chain) + 8 -
+                              reinterpret_cast<const char*>(p));
+  }
+  if (k >= 1) {
+    const TensorImpl* p = f[k - 1];
+    prefetch_for_write(p->shape.data(), 8);
+    prefetch_for_write(p->strides.data(), 8);
+  }
   return t;
 }
 

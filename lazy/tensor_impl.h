@@ -79,8 +79,9 @@ class TensorImpl final : public RefCounted {
   bool is_view() const { return view_base != nullptr; }
   bool pending() const { return !group->value->materialized(); }
 
+  // Field order is for locality: making a base tensor writes the fields up to cached_
+  // (two cache lines); the view chain (two inline steps with attrs, ~400 bytes) comes last.
   Ref<AliasGroup> group;
-  absl::InlinedVector<ViewStep, 2> chain;
   Ref<TensorImpl> view_base;  // the tensor this is a view of (PyTorch's ._base), or null
   Shape shape;
   Strides strides;            // PyTorch's logical strides (base tensors are contiguous)
@@ -96,6 +97,9 @@ class TensorImpl final : public RefCounted {
   void set_cache(NodePtr v, int64_t version);
   NodePtr cached_;
   int64_t cached_version_ = -1;
+
+ public:
+  absl::InlinedVector<ViewStep, 2> chain;  // empty for a base tensor
 
  protected:
   void release() override;  // recycled through a per-thread pool (vectors keep capacity)

@@ -67,11 +67,22 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
 // Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
 // PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
 void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
+  // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
+  // the common no-grad op leaves here after two loads per operand.
+  bool plain = true;
+  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && t.impl()->view_base == nullptr;
+  if (plain) return;
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
-  auto fn = Ref<autograd::OpBackward>::adopt_new(new autograd::OpBackward(op, attrs));
-  fn->next.reserve(in.size());
-  fn->input_info_.reserve(in.size());
+  // Held as the meta's pointer type from the start, so handing it over is a move (a
+  // converting copy would be a locked increment and decrement, each waiting for the node's
+  // fresh stores).
+  autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
+  autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
+  if (in.size() > 3) {  // both hold three inline
+    fn->next.reserve(in.size());
+    fn->input_info_.reserve(in.size());
+  }
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
@@ -91,7 +102,7 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   }
   fn->outputs.push_back({result.shape(), result.dtype(), result.device()});
   auto& m = autograd::ensure_meta(*result.impl());
-  m.grad_fn = fn;
+  m.grad_fn = std::move(owner);
   m.output_nr = 0;
   m.requires_grad = true;
 }
@@ -401,12 +412,16 @@ void mark_multi_output(std::vector<Tensor>& parts) {
 
 Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   const OpInfo& info = op_info(op);
-  absl::InlinedVector<TensorMeta, 4> metas;
+  // Filled field by field in place (a pushed temporary was reloaded as one 16-byte word from
+  // its three narrower stores: a store-forwarding stall per operand).
+  absl::InlinedVector<TensorMeta, 4> metas(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i].defined())
       fail("%s: operand %d is an undefined tensor", info.name, static_cast<int64_t>(i));
     const TensorImpl& t = *in[i].impl();
-    metas.push_back({&t.shape, t.dtype, t.wrapped_number});
+    metas[i].shape = &t.shape;
+    metas[i].dtype = t.dtype;
+    metas[i].wrapped_number = t.wrapped_number;
   }
   // Reused per thread: its shape keeps its capacity, so inference allocates nothing. Nothing
   // between infer() and record() re-enters call_op.

@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include "lazy/node.h"
 #include "lazy/scheduler.h"
+#include "lazy/tensor_impl.h"
 #include "sloth/sloth.h"
 
 namespace sloth {
@@ -91,6 +92,45 @@ TEST(Scale, BackwardThroughAChainOf1e5Ops) {
     EXPECT_EQ(loss.item(), 3.0 * (kLong + 1));
   }
   EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{100001.0f, 100001.0f}));
+}
+
+// Recording recycles nodes without rewriting attributes an op does not have (has_attrs): a
+// node that last served an op with attributes and now serves one without has default attrs,
+// and the other way round, so hashes, plan-cache keys and values are those of fresh nodes.
+TEST(Scale, RecycledNodesCarryOnlyTheirOwnAttributes) {
+  FlushLimit no_flush(int64_t{1} << 40);
+  mark_step();
+  Tensor x = tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}).reshape({2, 3});
+  Tensor y = tensor({10.0f, 20.0f, 30.0f, 40.0f, 50.0f, 60.0f}).reshape({2, 3});
+  mark_step();
+  auto node_of = [](const Tensor& t) { return t.impl()->base_value(); };
+  // Reference hashes from nodes that never carried attributes (a fresh program's first use).
+  const uint64_t add_hash = node_of(x + y)->hash;
+  const uint64_t sum_hash = node_of(x.sum(1))->hash;
+  for (int round = 0; round < 3; ++round) {
+    {
+      std::vector<Tensor> with_attrs;  // sum(dim), transpose: nodes with attributes, dropped
+      for (int i = 0; i < 64; ++i) with_attrs.push_back(x.sum(1) + x.t().sum(0));
+    }
+    std::vector<Tensor> plain;
+    for (int i = 0; i < 64; ++i) plain.push_back(x + y);
+    for (const Tensor& t : plain) {
+      const lazy::NodePtr n = node_of(t);
+      EXPECT_FALSE(n->has_attrs);
+      EXPECT_TRUE(n->attrs == Attrs());
+      EXPECT_EQ(n->hash, add_hash);
+    }
+    plain.clear();
+    std::vector<Tensor> sums;
+    for (int i = 0; i < 64; ++i) sums.push_back(x.sum(1));
+    for (const Tensor& t : sums) {
+      EXPECT_TRUE(node_of(t)->has_attrs);
+      EXPECT_EQ(node_of(t)->hash, sum_hash);
+    }
+    EXPECT_EQ(sums[5].to_vector<float>(), (std::vector<float>{6.0f, 15.0f}));
+    Tensor z = x + y;
+    EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{11.0f, 22.0f, 33.0f, 44.0f, 55.0f, 66.0f}));
+  }
 }
 
 }  // namespace
