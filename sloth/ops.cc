@@ -293,38 +293,26 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, const Scalar& b) {
+namespace {
+// A number on either side of an arithmetic operator: wrapped into a 0-dim tensor that lives
+// only for the call (the op borrows both operands instead of copying their references).
+Tensor with_number(OpId op, const Tensor& a, const Scalar& b) {
   const Tensor w = wrap_scalar(b);
-  return call_op_borrowed(OpId::kAdd, a, w);
+  return call_op_borrowed(op, a, w);
 }
-Tensor operator-(const Tensor& a, const Scalar& b) {
-  const Tensor w = wrap_scalar(b);
-  return call_op_borrowed(OpId::kSub, a, w);
-}
-Tensor operator*(const Tensor& a, const Scalar& b) {
-  const Tensor w = wrap_scalar(b);
-  return call_op_borrowed(OpId::kMul, a, w);
-}
-Tensor operator/(const Tensor& a, const Scalar& b) {
-  const Tensor w = wrap_scalar(b);
-  return call_op_borrowed(OpId::kDiv, a, w);
-}
-Tensor operator+(const Scalar& a, const Tensor& b) {
+Tensor with_number(OpId op, const Scalar& a, const Tensor& b) {
   const Tensor w = wrap_scalar(a);
-  return call_op_borrowed(OpId::kAdd, w, b);
+  return call_op_borrowed(op, w, b);
 }
-Tensor operator-(const Scalar& a, const Tensor& b) {
-  const Tensor w = wrap_scalar(a);
-  return call_op_borrowed(OpId::kSub, w, b);
-}
-Tensor operator*(const Scalar& a, const Tensor& b) {
-  const Tensor w = wrap_scalar(a);
-  return call_op_borrowed(OpId::kMul, w, b);
-}
-Tensor operator/(const Scalar& a, const Tensor& b) {
-  const Tensor w = wrap_scalar(a);
-  return call_op_borrowed(OpId::kDiv, w, b);
-}
+}  // namespace
+Tensor operator+(const Tensor& a, const Scalar& b) { return with_number(OpId::kAdd, a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return with_number(OpId::kSub, a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return with_number(OpId::kMul, a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return with_number(OpId::kDiv, a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return with_number(OpId::kAdd, a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return with_number(OpId::kSub, a, b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return with_number(OpId::kMul, a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return with_number(OpId::kDiv, a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 #define SLOTH_CMP(opr, Id)                                                                 \

@@ -387,6 +387,29 @@ TEST(MatmulTranspose, LinearWeightGradientIsWrittenInTheWeightsLayout) {
     }
 }
 
+// (a [3, 2] times b [2, 4]) at (i, j), in float64: the reference of the matmul cases below.
+double product_at(const std::vector<float>& av, const std::vector<float>& bv, int i, int j) {
+  double ref = 0;
+  for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+  return ref;
+}
+
+// The fused plan of these roots (lowered and split into kernels, not compiled), and its GEMM
+// kernels.
+lazy::Plan kernel_plan(const std::vector<Tensor>& roots) {
+  std::vector<lazy::NodePtr> nodes;
+  for (const Tensor& t : roots) nodes.push_back(t.impl()->value());
+  lazy::Plan p = lazy::lower(lazy::build_graph(nodes));
+  lazy::plan_kernels(p, /*fuse=*/true);
+  return p;
+}
+std::vector<const lazy::Kernel*> matmul_kernels(const lazy::Plan& p) {
+  std::vector<const lazy::Kernel*> out;
+  for (const lazy::Kernel& k : p.kernels)
+    if (k.kind == lazy::KernelKind::kMatmul) out.push_back(&k);
+  return out;
+}
+
 // In a plan: a product used only through its transpose is computed transposed.
 TEST(MatmulTranspose, PlanComputesATransposedOnlyProductDirectly) {
   Tensor a = data({3, 2}), b = data({2, 4});
@@ -403,8 +426,7 @@ TEST(MatmulTranspose, PlanComputesATransposedOnlyProductDirectly) {
   std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), zv = z.to_vector<float>();
   for (int j = 0; j < 4; ++j)
     for (int i = 0; i < 3; ++i) {
-      double ref = 0;
-      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      const double ref = product_at(av, bv, i, j);
       EXPECT_NEAR(zv[j * 3 + i], 2 * ref, 1e-5);
     }
 }
@@ -437,23 +459,16 @@ TEST(EpilogueSink, ValuesReadOnlyByALaterKernelMoveIntoIt) {
   Tensor g = matmul(a, b);               // a result: in memory anyway
   // g*0.1 and g*g*0.01 (temporaries) were the GEMM kernel's epilogue before the pass.
   Tensor out = m * 0.9 + g * 0.1 + g * g * 0.01;
-  std::vector<lazy::NodePtr> roots = {g.impl()->value(), out.impl()->value()};
-  lazy::Plan p = lazy::lower(lazy::build_graph(roots));
-  lazy::plan_kernels(p, /*fuse=*/true);
-  int matmul_kernels = 0;
-  for (const lazy::Kernel& k : p.kernels)
-    if (k.kind == lazy::KernelKind::kMatmul) {
-      ++matmul_kernels;
-      EXPECT_EQ(k.instrs.size(), 1u) << p.describe();  // the GEMM alone
-      EXPECT_EQ(k.outputs.size(), 1u) << p.describe();  // writes only the product
-    }
-  EXPECT_EQ(matmul_kernels, 1);
+  lazy::Plan p = kernel_plan({g, out});
+  std::vector<const lazy::Kernel*> mk = matmul_kernels(p);
+  ASSERT_EQ(mk.size(), 1u) << p.describe();
+  EXPECT_EQ(mk[0]->instrs.size(), 1u) << p.describe();   // the GEMM alone
+  EXPECT_EQ(mk[0]->outputs.size(), 1u) << p.describe();  // writes only the product
   std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), mv = m.to_vector<float>();
   std::vector<float> gv = g.to_vector<float>(), ov = out.to_vector<float>();
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) {
-      double ref = 0;
-      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      const double ref = product_at(av, bv, i, j);
       EXPECT_NEAR(gv[i * 4 + j], ref, 1e-5);
       EXPECT_NEAR(ov[i * 4 + j], 0.9 * mv[i * 4 + j] + 0.1 * ref + 0.01 * ref * ref, 1e-5);
     }
@@ -465,22 +480,15 @@ TEST(EpilogueSink, EpilogueOfATemporaryProductStays) {
   Tensor a = data({3, 2}), b = data({2, 4}), m = data({3, 4});
   // The row sum starts the reader as a kernel of its own (a reduce-then-broadcast break).
   Tensor out = relu(matmul(a, b)) + m.sum(1, true);
-  std::vector<lazy::NodePtr> roots = {out.impl()->value()};
-  lazy::Plan p = lazy::lower(lazy::build_graph(roots));
-  lazy::plan_kernels(p, /*fuse=*/true);
-  int matmul_kernels = 0;
-  for (const lazy::Kernel& k : p.kernels)
-    if (k.kind == lazy::KernelKind::kMatmul) {
-      ++matmul_kernels;
-      EXPECT_EQ(k.instrs.size(), 2u) << p.describe();  // the GEMM and its relu
-    }
-  EXPECT_EQ(matmul_kernels, 1);
+  lazy::Plan p = kernel_plan({out});
+  std::vector<const lazy::Kernel*> mk = matmul_kernels(p);
+  ASSERT_EQ(mk.size(), 1u) << p.describe();
+  EXPECT_EQ(mk[0]->instrs.size(), 2u) << p.describe();  // the GEMM and its relu
   std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), mv = m.to_vector<float>();
   std::vector<float> ov = out.to_vector<float>();
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) {
-      double ref = 0;
-      for (int k = 0; k < 2; ++k) ref += double(av[i * 2 + k]) * bv[k * 4 + j];
+      const double ref = product_at(av, bv, i, j);
       double row = 0;
       for (int k = 0; k < 4; ++k) row += mv[i * 4 + k];
       EXPECT_NEAR(ov[i * 4 + j], std::max(ref, 0.0) + row, 1e-5);

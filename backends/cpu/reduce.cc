@@ -124,6 +124,23 @@ typename Op::A reduce_range(const T* base, const Geometry& g, int64_t start, int
 // the result depends only on the thread count, not on scheduling).
 constexpr int64_t kColBlock = 32;
 
+// The kept dims but the last (the output's rows, walked outside the column loop) and their
+// input strides ([1] / [0] when there are none). Held per thread, reused call after call (no
+// allocation per reduction in a loop); a reduction's tasks read them through the returned
+// references while the calling thread waits, and reductions never nest on one thread.
+struct OuterLoop {
+  Shape& shape;
+  Strides& strides;
+};
+OuterLoop outer_loop(const Geometry& g) {
+  thread_local Shape shape;
+  thread_local Strides strides;
+  shape.assign(g.kshape.begin(), g.kshape.end() - 1);
+  strides.assign(g.kin.begin(), g.kin.end() - 1);
+  if (shape.empty()) { shape.push_back(1); strides.push_back(0); }
+  return {shape, strides};
+}
+
 template <typename RowFn>
 void column_block(int64_t len, int64_t nrows, RowFn row_at, double* acc_out) {
   if (len == kColBlock) {
@@ -157,13 +174,9 @@ void column_sum_f32(const float* base, const Geometry& g, O* out, bool parallel)
   if (nt > 1 && outer * cblocks < 4 * nt) chunks = std::clamp<int64_t>(g.rn / 256, 1, nt);
   const int64_t per_chunk = (g.rn + chunks - 1) / chunks;
   // Reused per thread; the tasks see them through these references (see `partial` below).
-  thread_local Shape oshape_tl;
-  thread_local Strides ostr_tl;
-  Shape& oshape = oshape_tl;
-  Strides& ostr = ostr_tl;
-  oshape.assign(g.kshape.begin(), g.kshape.end() - 1);
-  ostr.assign(g.kin.begin(), g.kin.end() - 1);
-  if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+  const OuterLoop loop = outer_loop(g);
+  Shape& oshape = loop.shape;
+  Strides& ostr = loop.strides;
   // Row offsets of the reduced space (one coalesced dim in the common case).
   const bool one_dim = nr == 1;
   const int64_t rs = g.rin[nr - 1];
@@ -265,13 +278,9 @@ void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
   constexpr int64_t kBlock = 1024;
   const int64_t blocks = (L + kBlock - 1) / kBlock;
   // Reused per thread; the tasks see them through these references (see `partial` below).
-  thread_local Shape oshape_tl;
-  thread_local Strides ostr_tl;
-  Shape& oshape = oshape_tl;
-  Strides& ostr = ostr_tl;
-  oshape.assign(g.kshape.begin(), g.kshape.end() - 1);
-  ostr.assign(g.kin.begin(), g.kin.end() - 1);
-  if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+  const OuterLoop loop = outer_loop(g);
+  Shape& oshape = loop.shape;
+  Strides& ostr = loop.strides;
   const int nr = static_cast<int>(g.rshape.size());
   auto body = [&](int64_t b, int64_t e) {
     std::unique_ptr<A[]> acc(new A[kBlock]);
@@ -312,9 +321,9 @@ void arg_kernel(const DeviceData& x, const Geometry& g, int64_t* out) {
     const int64_t L = g.kshape[nk - 1], outer = g.kn / L;
     constexpr int64_t kBlock = 256;
     const int64_t blocks = (L + kBlock - 1) / kBlock;
-    Shape oshape(g.kshape.begin(), g.kshape.end() - 1);
-    Strides ostr(g.kin.begin(), g.kin.end() - 1);
-    if (oshape.empty()) { oshape.push_back(1); ostr.push_back(0); }
+    const OuterLoop loop = outer_loop(g);
+    Shape& oshape = loop.shape;
+    Strides& ostr = loop.strides;
     auto body = [&](int64_t b, int64_t e) {
       T best[kBlock];
       for (int64_t w = b; w < e; ++w) {
