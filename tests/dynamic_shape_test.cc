@@ -5,6 +5,7 @@
 // graph would get fails here; coincidences (a batch equal to a hidden size), size-1 dims and
 // the last partial batch of an epoch must make extra plans, never wrong hits.
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -306,19 +307,30 @@ TEST(DynamicShapes, ShapeErrorsStillAtRecordTime) {
   EXPECT_EQ(again.shape(), (Shape{9, 16}));
 }
 
+// A small pre-norm encoder layer (d 16, 2 heads, GELU MLP 32, causal use) seeded with `seed`,
+// and its AdamW; its initial state flushed, then the plan cache and metrics cleared.
+struct BlockAndAdamW {
+  std::shared_ptr<nn::TransformerEncoderLayer> block;
+  std::unique_ptr<optim::AdamW> opt;
+};
+BlockAndAdamW small_block_with_adamw(uint64_t seed) {
+  manual_seed(seed);
+  auto block = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, /*dropout=*/0.0, "gelu",
+                                                             1e-5, /*batch_first=*/true,
+                                                             /*norm_first=*/true);
+  auto opt = std::make_unique<optim::AdamW>(block->parameters(), optim::AdamWOptions{.lr = 1e-3});
+  mark_step();
+  lazy::clear_plan_cache();
+  reset_metrics();
+  return {std::move(block), std::move(opt)};
+}
+
 // A transformer encoder layer on sequence lengths 8..64: few plans, values of fresh plans.
 TEST(DynamicShapes, TransformerOnVaryingSequenceLengths) {
   const std::vector<int64_t> lens = {8, 13, 21, 34, 55, 64, 9, 40};
   int64_t after_two = 0;
   auto run = [&](bool fresh) {
-    manual_seed(21);
-    auto block = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, /*dropout=*/0.0, "gelu",
-                                                               1e-5, /*batch_first=*/true,
-                                                               /*norm_first=*/true);
-    optim::AdamW opt(block->parameters(), optim::AdamWOptions{.lr = 1e-3});
-    mark_step();
-    lazy::clear_plan_cache();
-    reset_metrics();
+    auto [block, opt] = small_block_with_adamw(21);
     std::vector<double> losses;
     for (size_t i = 0; i < lens.size(); ++i) {
       if (fresh) lazy::clear_plan_cache();
@@ -328,11 +340,11 @@ TEST(DynamicShapes, TransformerOnVaryingSequenceLengths) {
         xv[k] = static_cast<float>(std::sin(0.21 * k + i));
         tv[k] = static_cast<float>(std::cos(0.13 * k));
       }
-      opt.zero_grad();
+      opt->zero_grad();
       Tensor loss = mse_loss(block->forward(from_vector(xv, {2, S, 16}), {}, {}, /*is_causal=*/true),
                              from_vector(tv, {2, S, 16}));
       loss.backward();
-      opt.step();
+      opt->step();
       mark_step();
       losses.push_back(loss.item());
       if (i == 1) after_two = metrics().plan_cache_misses;
@@ -415,21 +427,14 @@ TEST(DynamicShapes, RootsInAnotherCreationOrderReuseThePlan) {
 // AdamW's state and the step are the only plans.
 TEST(DynamicShapes, TransformerFirstAndLaterStepsShareAPlan) {
   const std::vector<int64_t> lens = {13, 21, 34, 9, 55, 64, 8, 40};
-  manual_seed(22);
-  auto block = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, /*dropout=*/0.0, "gelu",
-                                                             1e-5, /*batch_first=*/true,
-                                                             /*norm_first=*/true);
-  optim::AdamW opt(block->parameters(), optim::AdamWOptions{.lr = 1e-3});
-  mark_step();
-  lazy::clear_plan_cache();
-  reset_metrics();
+  auto [block, opt] = small_block_with_adamw(22);
   for (size_t i = 0; i < lens.size(); ++i) {
     const int64_t S = lens[i];
-    opt.zero_grad();
+    opt->zero_grad();
     Tensor loss = mse_loss(block->forward(randn({3, S, 16}), {}, {}, /*is_causal=*/true),
                            randn({3, S, 16}));
     loss.backward();
-    opt.step();
+    opt->step();
     mark_step();
     (void)loss.item();
   }
