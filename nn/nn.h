@@ -18,4 +18,5 @@
 #include "nn/transformer.h"
 // ---- LibTorch API: loss modules ----
 #include "nn/loss.h"
+#include "nn/functional.h"  // LibTorch API: torch::nn::functional (F::)
 #include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler

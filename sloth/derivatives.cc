@@ -95,7 +95,13 @@ Grads binary(const FormulaArgs& a) {
       if (a.needs[1]) gy = -g * x / (y * y);
       break;
     case OpId::kPow:
-      if (a.needs[0]) gx = g * y * pow(x, y - 1.0);
+      if (a.needs[0]) {
+        // The 1 is a 0-dim tensor of the result's dtype: a number exponent is a wrapped
+        // scalar, and wrapped - wrapped is computed in the default float32 (PyTorch's
+        // promotion), which put float64 gradients off by 1e-7.
+        const Tensor one = full({}, 1.0, TensorOptions().dtype(d).device(g.device()));
+        gx = g * y * pow(x, y - one);
+      }
       if (a.needs[1]) {
         // d/dy x^y = x^y log x; 0 where x == 0 and y >= 0 (as PyTorch masks it).
         Tensor safe = where(x == 0.0, 1.0, x);

@@ -1,5 +1,6 @@
 // sloth::Scalar: a number keeps the kind the user wrote, and factories and scalar operands
 // follow PyTorch's dtype rules for it (expected values checked against torch 1.13).
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -265,6 +266,18 @@ TEST(ScalarPromotion, FloatingNumbersMakeIntegerTensorsFloat) {
   EXPECT_EQ(pow(x, 2.0).dtype(), kFloat32);
   EXPECT_EQ(where(x > 0, x, 2.0).dtype(), kFloat32);
   EXPECT_EQ(where(x > 0, x, 2).dtype(), kInt64);
+}
+
+// A number exponent's gradient x^(y - 1) takes y - 1 in the result's dtype: wrapped minus
+// wrapped promotes to the default float32, which put float64 gradients off by 1e-7.
+TEST(ScalarPromotion, NumberExponentGradientIsExactInFloat64) {
+  Tensor x = tensor({2.0, 5.0}, {2}, kFloat64).requires_grad_();
+  pow(x, 1.0 / 3).sum().backward();
+  const std::vector<double> g = x.grad().to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    const double v = i == 0 ? 2.0 : 5.0, want = std::pow(v, 1.0 / 3 - 1) / 3;
+    EXPECT_NEAR(g[i], want, 1e-15 * want) << "x = " << v;
+  }
 }
 
 TEST(ScalarPromotion, NumbersNeverWidenFloatTensors) {
