@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "nn/activation.h"
 #include "nn/conv.h"
 #include "nn/loss.h"
 #include "nn/pooling.h"
@@ -37,56 +38,19 @@ inline constexpr PadMode kConstant = PadMode::kConstant, kReflect = PadMode::kRe
 namespace sloth::nn::functional {
 
 // ---- activations ----
-class ReLUFuncOptions {
- public:
-  ReLUFuncOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT: implicit, as LibTorch
-  SLOTH_NN_ARG(bool, inplace);
-};
-using ReLU6FuncOptions = ReLUFuncOptions;
-class SELUFuncOptions {
- public:
-  SELUFuncOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT
-  SLOTH_NN_ARG(bool, inplace);
-};
-class LeakyReLUFuncOptions {
-  SLOTH_NN_ARG(double, negative_slope) = 1e-2;
-  SLOTH_NN_ARG(bool, inplace) = false;
-};
-class ELUFuncOptions {
-  SLOTH_NN_ARG(double, alpha) = 1.0;
-  SLOTH_NN_ARG(bool, inplace) = false;
-};
-using CELUFuncOptions = ELUFuncOptions;
-class GELUFuncOptions {
-  SLOTH_NN_ARG(std::string, approximate) = "none";  // "none" (erf) or "tanh"
-};
-class HardtanhFuncOptions {
-  SLOTH_NN_ARG(double, min_val) = -1.0;
-  SLOTH_NN_ARG(double, max_val) = 1.0;
-  SLOTH_NN_ARG(bool, inplace) = false;
-};
-class SoftplusFuncOptions {
-  SLOTH_NN_ARG(double, beta) = 1.0;
-  SLOTH_NN_ARG(double, threshold) = 20.0;
-};
-class HardshrinkFuncOptions {
- public:
-  HardshrinkFuncOptions(double lambda = 0.5) : lambda_(lambda) {}  // NOLINT
-  SLOTH_NN_ARG(double, lambda);
-};
-using SoftshrinkFuncOptions = HardshrinkFuncOptions;
-class ThresholdFuncOptions {
- public:
-  ThresholdFuncOptions(double threshold, double value) : threshold_(threshold), value_(value) {}
-  SLOTH_NN_ARG(double, threshold);
-  SLOTH_NN_ARG(double, value);
-  SLOTH_NN_ARG(bool, inplace) = false;
-};
-class GLUFuncOptions {
- public:
-  GLUFuncOptions(int64_t dim = -1) : dim_(dim) {}  // NOLINT
-  SLOTH_NN_ARG(int64_t, dim);
-};
+using ReLUFuncOptions = ReLUOptions;
+using ReLU6FuncOptions = ReLU6Options;
+using SELUFuncOptions = SELUOptions;
+using LeakyReLUFuncOptions = LeakyReLUOptions;
+using ELUFuncOptions = ELUOptions;
+using CELUFuncOptions = CELUOptions;
+using GELUFuncOptions = GELUOptions;
+using HardtanhFuncOptions = HardtanhOptions;
+using SoftplusFuncOptions = SoftplusOptions;
+using HardshrinkFuncOptions = HardshrinkOptions;
+using SoftshrinkFuncOptions = SoftshrinkOptions;
+using ThresholdFuncOptions = ThresholdOptions;
+using GLUFuncOptions = GLUOptions;
 // The dim is required (no implicit dim, as LibTorch); dtype casts the input first.
 class SoftmaxFuncOptions {
  public:

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "nn/activation.h"  // MLP's ReLU
+#include "nn/functional.h"  // Embedding's padding_idx
+
 namespace sloth::nn {
 
 Module::Module(std::string name) : name_(std::move(name)) {}
@@ -193,20 +196,50 @@ DropoutImpl::DropoutImpl(double p_) : Module("Dropout"), p(p_) {
 std::string DropoutImpl::extra_repr() const { return "p=" + std::to_string(p); }
 
 namespace {
-Tensor normal_init(const Shape& shape) {
+// The padding row in [0, n), checked before anything is made.
+std::optional<int64_t> padding_row(const EmbeddingOptions& o) {
+  if (!o.padding_idx()) return std::nullopt;
+  const int64_t p = *o.padding_idx(), n = o.num_embeddings();
+  if (p < -n || p >= n)
+    fail("nn::Embedding: padding_idx %d must be within num_embeddings (%d): in [%d, %d]", p, n,
+         -n, n - 1);
+  return p < 0 ? p + n : p;
+}
+
+Tensor embedding_table(const EmbeddingOptions& o, std::optional<int64_t> pad) {
+  const int64_t n = o.num_embeddings(), d = o.embedding_dim();
+  check_positive("nn::Embedding", "num_embeddings", n);
+  check_positive("nn::Embedding", "embedding_dim", d);
   NoGradGuard g;
-  return randn(shape).detach();
+  if (o._weight().defined()) {
+    if (o._weight().shape() != Shape{n, d})
+      fail("nn::Embedding: _weight has shape %s, expected [num_embeddings, embedding_dim] = "
+           "[%d, %d]", shape_str(o._weight().shape()), n, d);
+    return o._weight().detach();
+  }
+  Tensor w = randn({n, d}).detach();
+  if (pad) w.select(0, *pad).fill_(0);  // PyTorch's reset_parameters zeroes the padding row
+  return w;
 }
 }  // namespace
 
-EmbeddingImpl::EmbeddingImpl(int64_t n, int64_t d)
+EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o)
     : Module("Embedding"),
-      num_embeddings((check_positive("nn::Embedding", "num_embeddings", n), n)),
-      embedding_dim((check_positive("nn::Embedding", "embedding_dim", d), d)),
-      weight(register_parameter("weight", normal_init({n, d}))) {}
+      num_embeddings(o.num_embeddings()),
+      embedding_dim(o.embedding_dim()),
+      padding_idx(padding_row(o)),
+      weight(register_parameter("weight", embedding_table(o, padding_idx))) {}
+
+Tensor EmbeddingImpl::forward(const Tensor& indices) {
+  if (!padding_idx) return embedding(weight, indices);
+  return functional::embedding(indices, weight,
+                               functional::EmbeddingFuncOptions().padding_idx(*padding_idx));
+}
 
 std::string EmbeddingImpl::extra_repr() const {
-  return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
+  return "num_embeddings=" + std::to_string(num_embeddings) +
+         ", embedding_dim=" + std::to_string(embedding_dim) +
+         (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
 }
 
 namespace {

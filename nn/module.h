@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,18 +148,6 @@ class LinearImpl : public Module {
   std::string extra_repr() const override;
 };
 
-class ReLUImpl : public Module {
- public:
-  ReLUImpl() : Module("ReLU") {}
-  Tensor forward(const Tensor& x) override { return relu(x); }
-};
-
-class GELUImpl : public Module {
- public:
-  GELUImpl() : Module("GELU") {}
-  Tensor forward(const Tensor& x) override { return gelu(x); }
-};
-
 // Zeroes each element with probability p in training mode and scales the rest by 1/(1-p);
 // the identity in eval mode.
 // nn::Dropout(nn::DropoutOptions().p(0.2)) or nn::Dropout(0.2).
@@ -179,20 +169,46 @@ class DropoutImpl : public Module {
 };
 
 // A lookup table [num_embeddings, embedding_dim] ~ N(0, 1); forward takes int64 indices.
+// padding_idx (LibTorch's EmbeddingOptions(n, d).padding_idx(0)): that row starts at zero and
+// gets no gradient. _weight: the table to use instead of a random one.
+class EmbeddingOptions {
+ public:
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  SLOTH_NN_ARG(int64_t, num_embeddings);
+  SLOTH_NN_ARG(int64_t, embedding_dim);
+  SLOTH_NN_ARG(std::optional<int64_t>, padding_idx);
+  SLOTH_NN_ARG(Tensor, _weight) = {};
+};
+
 class EmbeddingImpl : public Module {
  public:
-  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim);
-  Tensor forward(const Tensor& indices) override { return embedding(weight, indices); }
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
+  explicit EmbeddingImpl(const EmbeddingOptions& options);
+  Tensor forward(const Tensor& indices) override;
   int64_t num_embeddings, embedding_dim;
+  std::optional<int64_t> padding_idx;  // normalized to [0, num_embeddings)
   Tensor& weight;
  protected:
   std::string extra_repr() const override;
 };
 
 // Normalizes over the trailing `normalized_shape` dims; weight = 1, bias = 0 at init.
+// LibTorch's LayerNorm(LayerNormOptions({512}).eps(1e-6).elementwise_affine(false)) too.
+class LayerNormOptions {
+ public:
+  LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  SLOTH_NN_ARG(Shape, normalized_shape);
+  SLOTH_NN_ARG(double, eps) = 1e-5;
+  SLOTH_NN_ARG(bool, elementwise_affine) = true;
+};
+
 class LayerNormImpl : public Module {
  public:
   explicit LayerNormImpl(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNormImpl(const LayerNormOptions& o)
+      : LayerNormImpl(o.normalized_shape(), o.eps(), o.elementwise_affine()) {}
   Tensor forward(const Tensor& x) override;
   Shape normalized_shape;
   double eps;
@@ -268,11 +284,17 @@ class MLPImpl : public SequentialImpl {
 
 // Holders (LibTorch's names): nn::Linear is a handle over a shared nn::LinearImpl.
 SLOTH_MODULE(Linear);
-SLOTH_MODULE(ReLU);
-SLOTH_MODULE(GELU);
 SLOTH_MODULE(Dropout);
 SLOTH_MODULE(Embedding);
 SLOTH_MODULE(LayerNorm);
 SLOTH_MODULE(MLP);
+
+// LibTorch's printing: `std::cout << *net` and `std::cout << net` (a holder) write repr().
+inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+template <class Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& h) {
+  if (!h) return os << "(empty module holder)";
+  return os << *h;
+}
 
 }  // namespace sloth::nn

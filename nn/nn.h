@@ -18,5 +18,6 @@
 #include "nn/transformer.h"
 // ---- LibTorch API: loss modules ----
 #include "nn/loss.h"
+#include "nn/activation.h"  // LibTorch API: activation modules
 #include "nn/functional.h"  // LibTorch API: torch::nn::functional (F::)
 #include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler

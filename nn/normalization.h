@@ -18,6 +18,29 @@
 
 namespace sloth::nn {
 
+// LibTorch's BatchNorm2d(BatchNorm2dOptions(64).momentum(0.01).affine(false)) and
+// GroupNorm(GroupNormOptions(2, 8).eps(1e-3)).
+class BatchNormOptions {
+ public:
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
+  SLOTH_NN_ARG(int64_t, num_features);
+  SLOTH_NN_ARG(double, eps) = 1e-5;
+  SLOTH_NN_ARG(std::optional<double>, momentum) = 0.1;
+  SLOTH_NN_ARG(bool, affine) = true;
+  SLOTH_NN_ARG(bool, track_running_stats) = true;
+};
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+class GroupNormOptions {
+ public:
+  GroupNormOptions(int64_t num_groups, int64_t num_channels)
+      : num_groups_(num_groups), num_channels_(num_channels) {}
+  SLOTH_NN_ARG(int64_t, num_groups);
+  SLOTH_NN_ARG(int64_t, num_channels);
+  SLOTH_NN_ARG(double, eps) = 1e-5;
+  SLOTH_NN_ARG(bool, affine) = true;
+};
+
 class BatchNormBase : public Module {
  public:
   Tensor forward(const Tensor& x) override;
@@ -45,6 +68,9 @@ class BatchNorm1dImpl : public BatchNormBase {
                        std::optional<double> momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNormBase("BatchNorm1d", num_features, eps, momentum, affine, track_running_stats) {}
+  explicit BatchNorm1dImpl(const BatchNormOptions& o)
+      : BatchNorm1dImpl(o.num_features(), o.eps(), o.momentum(), o.affine(),
+                        o.track_running_stats()) {}
  protected:
   void check_input_dim(const Tensor& x) const override;
 };
@@ -55,6 +81,9 @@ class BatchNorm2dImpl : public BatchNormBase {
                        std::optional<double> momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNormBase("BatchNorm2d", num_features, eps, momentum, affine, track_running_stats) {}
+  explicit BatchNorm2dImpl(const BatchNormOptions& o)
+      : BatchNorm2dImpl(o.num_features(), o.eps(), o.momentum(), o.affine(),
+                        o.track_running_stats()) {}
  protected:
   void check_input_dim(const Tensor& x) const override;
 };
@@ -63,6 +92,8 @@ class BatchNorm2dImpl : public BatchNormBase {
 class GroupNormImpl : public Module {
  public:
   GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  explicit GroupNormImpl(const GroupNormOptions& o)
+      : GroupNormImpl(o.num_groups(), o.num_channels(), o.eps(), o.affine()) {}
   Tensor forward(const Tensor& x) override;
   int64_t num_groups, num_channels;
   double eps;

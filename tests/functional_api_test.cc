@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -287,6 +288,99 @@ TEST(FunctionalApi, BadInputsNameTheFixAndChangeNothing) {
   EXPECT_ERROR_HAS(F::hardtanh(y, F::HardtanhFuncOptions().min_val(2).max_val(1).inplace(true)),
                    "must not be greater than max_val");
   expect_close(values(y), {-1, 0.5, 4}, "hardtanh input after the error");
+}
+
+// The activation modules are their functional forms with their options (nn/activation.h).
+TEST(FunctionalApi, ActivationModulesMatchTheFunctionalForms) {
+  const Tensor x = tensor({-3, -1.5, -0.5, 0, 0.5, 1, 1.5, 6}, {2, 4}, kFloat64);
+  const auto same = [&](nn::AnyModule m, const Tensor& want, const char* what) {
+    expect_close(values(m.forward(x)), values(want), what);
+  };
+  same(nn::AnyModule(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2))),
+       F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.2)), "LeakyReLU");
+  same(nn::AnyModule(nn::ELU(nn::ELUOptions().alpha(0.5))), F::elu(x, F::ELUFuncOptions().alpha(0.5)), "ELU");
+  same(nn::AnyModule(nn::SELU()), F::selu(x), "SELU");
+  same(nn::AnyModule(nn::CELU(nn::CELUOptions().alpha(2))), F::celu(x, F::CELUFuncOptions().alpha(2)), "CELU");
+  same(nn::AnyModule(nn::GELU(nn::GELUOptions().approximate("tanh"))),
+       F::gelu(x, F::GELUFuncOptions().approximate("tanh")), "GELU tanh");
+  same(nn::AnyModule(nn::ReLU6()), F::relu6(x), "ReLU6");
+  same(nn::AnyModule(nn::Hardtanh(nn::HardtanhOptions().min_val(-2).max_val(1))),
+       F::hardtanh(x, F::HardtanhFuncOptions().min_val(-2).max_val(1)), "Hardtanh");
+  same(nn::AnyModule(nn::Softplus(nn::SoftplusOptions().beta(2))),
+       F::softplus(x, F::SoftplusFuncOptions().beta(2)), "Softplus");
+  same(nn::AnyModule(nn::Hardshrink(1.0)), F::hardshrink(x, 1.0), "Hardshrink");
+  same(nn::AnyModule(nn::Softshrink()), F::softshrink(x), "Softshrink");
+  same(nn::AnyModule(nn::Threshold(0.5, -1)), F::threshold(x, F::ThresholdFuncOptions(0.5, -1)), "Threshold");
+  same(nn::AnyModule(nn::GLU(1)), F::glu(x, 1), "GLU");
+  same(nn::AnyModule(nn::Softmax(1)), softmax(x, 1), "Softmax");
+  same(nn::AnyModule(nn::LogSoftmax(nn::LogSoftmaxOptions(0))), log_softmax(x, 0), "LogSoftmax");
+  same(nn::AnyModule(nn::Softmin(1)), softmax(-x, 1), "Softmin");
+  same(nn::AnyModule(nn::Tanh()), tanh(x), "Tanh");
+  same(nn::AnyModule(nn::Sigmoid()), sigmoid(x), "Sigmoid");
+  same(nn::AnyModule(nn::SiLU()), silu(x), "SiLU");
+  same(nn::AnyModule(nn::Mish()), F::mish(x), "Mish");
+  same(nn::AnyModule(nn::Softsign()), F::softsign(x), "Softsign");
+  same(nn::AnyModule(nn::Tanhshrink()), F::tanhshrink(x), "Tanhshrink");
+  same(nn::AnyModule(nn::LogSigmoid()), F::logsigmoid(x), "LogSigmoid");
+  same(nn::AnyModule(nn::Identity()), x, "Identity");
+  same(nn::AnyModule(nn::ReLU()), relu(x), "ReLU");
+
+  // In a Sequential, printed with their options as PyTorch prints them.
+  nn::Sequential seq(nn::Linear(4, 3), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)),
+                     nn::Linear(3, 2), nn::LogSoftmax(1));
+  EXPECT_EQ(seq->forward(ones({5, 4})).shape(), (Shape{5, 2}));
+  std::ostringstream os;
+  os << *seq;
+  EXPECT_NE(os.str().find("LeakyReLU(negative_slope=0.2)"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("LogSoftmax(dim=1)"), std::string::npos) << os.str();
+  // inplace modules write their input, as LibTorch's.
+  Tensor y = tensor({-1.0, 2.0}, {2});
+  nn::ReLU(nn::ReLUOptions(true))->forward(y);
+  expect_close(values(y), {0, 2}, "ReLU(inplace) input");
+}
+
+// Module options LibTorch code passes: LayerNormOptions, EmbeddingOptions (padding_idx,
+// _weight), BatchNorm2dOptions, GroupNormOptions.
+TEST(FunctionalApi, ModuleOptionsBuildersConfigureTheModules) {
+  nn::LayerNorm ln(nn::LayerNormOptions({4}).eps(1e-3).elementwise_affine(false));
+  EXPECT_EQ(ln->normalized_shape, (Shape{4}));
+  EXPECT_EQ(ln->eps, 1e-3);
+  EXPECT_FALSE(ln->weight.defined());
+  EXPECT_TRUE(ln->parameters().empty());
+
+  manual_seed(1);
+  nn::Embedding emb(nn::EmbeddingOptions(5, 3).padding_idx(-4));  // row 1
+  ASSERT_TRUE(emb->padding_idx.has_value());
+  EXPECT_EQ(*emb->padding_idx, 1);
+  expect_close(values(emb->weight.select(0, 1)), {0, 0, 0}, "padding row zero at init");
+  const Tensor idx = tensor({1.0, 3.0, 1.0}, {3}).to(kInt64);
+  emb->forward(idx).sum().backward();
+  const std::vector<double> g = values(emb->weight.grad());
+  expect_close({g.begin() + 3, g.begin() + 6}, {0, 0, 0}, "no gradient to the padding row");
+  expect_close({g.begin() + 9, g.begin() + 12}, {1, 1, 1}, "row 3 gradient");
+  const Tensor table = tensor({1, 2, 3, 4, 5, 6}, {3, 2});
+  nn::Embedding given(nn::EmbeddingOptions(3, 2)._weight(table));
+  expect_close(values(given->forward(tensor({2.0}, {1}).to(kInt64))), {5, 6}, "_weight lookup");
+  std::ostringstream os;
+  os << emb;  // the holder prints as its module
+  EXPECT_NE(os.str().find("Embedding(num_embeddings=5, embedding_dim=3, padding_idx=1)"), std::string::npos) << os.str();
+
+  nn::BatchNorm2d bn(nn::BatchNorm2dOptions(3).momentum(0.01).affine(false).eps(1e-3));
+  EXPECT_EQ(bn->num_features, 3);
+  EXPECT_EQ(bn->momentum, 0.01);
+  EXPECT_EQ(bn->eps, 1e-3);
+  EXPECT_FALSE(bn->weight.defined());
+  EXPECT_TRUE(bn->running_mean.defined());
+  nn::BatchNorm1d bn1(nn::BatchNorm1dOptions(4).track_running_stats(false));
+  EXPECT_FALSE(bn1->running_mean.defined());
+  nn::GroupNorm gn(nn::GroupNormOptions(2, 4).eps(1e-3));
+  EXPECT_EQ(gn->num_groups, 2);
+  EXPECT_EQ(gn->eps, 1e-3);
+
+  EXPECT_ERROR_HAS(nn::Embedding(nn::EmbeddingOptions(5, 3).padding_idx(5)),
+                   "within num_embeddings");
+  EXPECT_ERROR_HAS(nn::Embedding(nn::EmbeddingOptions(5, 3)._weight(zeros({5, 2}))),
+                   "expected [num_embeddings, embedding_dim] = [5, 3]");
 }
 
 }  // namespace
