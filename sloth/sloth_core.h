@@ -13,6 +13,7 @@
 #include "sloth/autograd_api.h"
 #include "sloth/compat.h"
 #include "sloth/func.h"
+#include "sloth/indexing.h"
 #include "sloth/jit.h"
 #include "sloth/lazy_api.h"
 #include "sloth/ops.h"

@@ -15,6 +15,7 @@
 #include "lazy/scheduler.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/dispatch.h"
+#include "sloth/indexing.h"
 #include "sloth/ops.h"
 #include "sloth/view_autograd.h"
 
@@ -370,6 +371,12 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   return *this;
 }
 Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
+  // x.index_put_({mask}, v) and a multi-dim index pick this overload ({t} binds to a
+  // Tensor); they mean LibTorch's indexing (sloth/indexing.h), which the op covers only for
+  // a 1-d int64 index.
+  if (index.defined() && defined() &&
+      (index.dtype() == DType::kBool || index.dtype() == DType::kUInt8 || index.dim() != 1))
+    return index_put_(std::vector<indexing::TensorIndex>{index}, values);
   call_op(OpId::kIndexPut_, {*this, index, values});
   return *this;
 }

@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 namespace sloth {
 
 namespace lazy { class TensorImpl; }
+namespace indexing { class TensorIndex; }
 
 bool cuda_is_available();
 
@@ -132,6 +134,14 @@ class Tensor {
   Tensor& relu_();
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
   Tensor& index_put_(const Tensor& index, const Tensor& values);
+  // LibTorch's indexing (sloth/indexing.h): x.index({Slice(), 0}) is Python's x[:, 0];
+  // index_put_ assigns through the same indices (x[:, 0] = v).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
 
   // ---- members mirroring the free functions ----
   Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
