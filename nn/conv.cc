@@ -6,10 +6,7 @@
 namespace sloth::nn {
 namespace {
 
-Tensor uniform_init(const Shape& shape, double bound) {
-  NoGradGuard g;
-  return (rand(shape) * (2 * bound) - bound).detach();
-}
+using detail::uniform_init;
 
 std::string tuple(const Shape& s) {  // Python's tuple repr: (3, 3), (3,)
   std::ostringstream os;

@@ -157,12 +157,13 @@ std::string Module::repr(int indent) const {
 
 // ---- built-in modules ----------------------------------------------------------------------
 
-namespace {
-// U(-bound, bound) of the given shape, computed without autograd.
-Tensor uniform(const Shape& shape, double bound) {
+Tensor detail::uniform_init(const Shape& shape, double bound) {
   NoGradGuard g;
   return (rand(shape) * (2 * bound) - bound).detach();
 }
+
+namespace {
+Tensor uniform(const Shape& shape, double bound) { return detail::uniform_init(shape, bound); }
 void check_positive(const char* what, const char* arg, int64_t v) {
   if (v <= 0) fail("%s: %s must be positive, got %d", what, arg, v);
 }

@@ -289,6 +289,12 @@ SLOTH_MODULE(Embedding);
 SLOTH_MODULE(LayerNorm);
 SLOTH_MODULE(MLP);
 
+namespace detail {
+// U(-bound, bound) of `shape`, made without autograd: PyTorch's init of Linear, conv and
+// recurrent weights (kaiming_uniform_ with a = sqrt(5) works out to this bound).
+Tensor uniform_init(const Shape& shape, double bound);
+}  // namespace detail
+
 // LibTorch's printing: `std::cout << *net` and `std::cout << net` (a holder) write repr().
 inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
 template <class Impl>

@@ -16,6 +16,7 @@
 // ---- attention and transformer modules ----
 #include "nn/attention.h"
 #include "nn/transformer.h"
+#include "nn/rnn.h"  // recurrent layers: RNN, LSTM, GRU and their cells
 // ---- LibTorch API: loss modules ----
 #include "nn/loss.h"
 #include "nn/activation.h"  // LibTorch API: activation modules
