@@ -44,8 +44,6 @@ Tensor step(Kind kind, const Tensor& gx, const Tensor& h, const Tensor& w_hh, co
   return h;
 }
 
-std::string shape_of(std::initializer_list<int64_t> s) { return shape_str(Shape(s)); }
-
 }  // namespace
 
 // ---- layers ----------------------------------------------------------------------------------
