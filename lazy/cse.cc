@@ -37,78 +37,87 @@ bool same(const Instr& x, const Instr& y) {
 
 }  // namespace
 
+// A repeat reads the same operands, so the kept instructions are found through their key
+// operand (the second of the compared pair, else the first): per slot, a chain of the kept
+// instructions keyed on it, newest first, with their hashes. These arrays are indexed by slot
+// and by position, which in a large graph mostly advance together, so the lookups stay in
+// cache where a hash table of 1e5 instructions is probed at random. A slot read by many
+// different instructions (1e5 slices of one tensor) would make its chain long: past kMaxChain
+// members it moves to a hash map (hash -> instruction), which keeps the pass linear. Two
+// different instructions with one 64-bit hash (never seen in practice) just both stay: CSE is
+// an optimization, the plan is right either way.
+constexpr int32_t kMaxChain = 8;
+
+CseTable::CseTable(size_t num_slots, size_t num_instrs)
+    : alias_(num_slots), head_(num_slots, -1), chain_len_(num_slots, 0) {
+  for (size_t s = 0; s < num_slots; ++s) alias_[s] = static_cast<int32_t>(s);
+  next_.reserve(num_instrs);
+  hash_of_.reserve(num_instrs);
+}
+
+bool CseTable::repeats(const Instr* kept, Instr& in) {
+  for (int32_t& s : in.in) s = alias_[s];
+  const OpCategory cat = op_info(in.op).category;
+  // Factories are left alone: each one is its own fresh buffer (random ones draw numbers).
+  // ---- distributed ----
+  // Collectives too: each is a message exchange every rank must issue, so how many run
+  // must not depend on which values happen to coincide on one rank.
+  const bool collective = in.op == OpId::kAllReduce || in.op == OpId::kBroadcast ||
+                          in.op == OpId::kAllGather || in.op == OpId::kReduceScatter;
+  uint64_t h = 0;
+  int32_t key = -1;
+  const bool candidate = cat != OpCategory::Factory && cat != OpCategory::Leaf && !collective;
+  if (candidate) {
+    const auto [a, b] = first_two(in);
+    h = instr_hash(in, a, b);
+    key = b >= 0 ? b : a;
+    int32_t match = -1;
+    if (key >= 0 && chain_len_[key] <= kMaxChain) {
+      for (int32_t j = head_[key]; j >= 0; j = next_[j])
+        if (hash_of_[j] == h) {
+          match = j;
+          break;
+        }
+    } else if (auto it = seen_.find(h); it != seen_.end()) {
+      match = it->second;
+    }
+    if (match >= 0 && same(kept[match], in)) {
+      alias_[in.out] = kept[match].out;
+      return true;
+    }
+  }
+  const int32_t k = static_cast<int32_t>(next_.size());
+  next_.push_back(-1);
+  hash_of_.push_back(h);
+  if (!candidate) return false;
+  if (key < 0 || chain_len_[key] > kMaxChain) {
+    seen_.try_emplace(h, k);
+    return false;
+  }
+  next_[k] = head_[key];
+  head_[key] = k;
+  if (++chain_len_[key] > kMaxChain)  // too long: this slot's instructions go to the map
+    for (int32_t j = head_[key]; j >= 0; j = next_[j]) seen_.try_emplace(hash_of_[j], j);
+  return false;
+}
+
 int eliminate_common_subexpressions(Plan& p) {
-  std::vector<int32_t> alias(p.slots.size());
-  for (size_t s = 0; s < alias.size(); ++s) alias[s] = static_cast<int32_t>(s);
-  // A repeat reads the same operands, so the kept instructions are found through their key
-  // operand (the second of the compared pair, else the first): per slot, a chain of the
-  // kept instructions keyed on it, newest first, with their hashes. These arrays are
-  // indexed by slot and by position, which in a large graph mostly advance together, so
-  // the lookups stay in cache where a hash table of 1e5 instructions is probed at random.
-  // A slot read by many different instructions (1e5 slices of one tensor) would make its
-  // chain long: past kMaxChain members it moves to a hash map (hash -> instruction), which
-  // keeps the pass linear. Two different instructions with one 64-bit hash (never seen in
-  // practice) just both stay: CSE is an optimization, the plan is right either way.
-  constexpr int32_t kMaxChain = 8;
-  std::vector<int32_t> head(p.slots.size(), -1), chain_len(p.slots.size(), 0);
-  std::vector<int32_t> next;
-  std::vector<uint64_t> hash_of;  // per kept instruction (its final index)
-  next.reserve(p.instrs.size());
-  hash_of.reserve(p.instrs.size());
-  absl::flat_hash_map<uint64_t, int32_t> seen;  // instructions of long chains (and no operand)
+  CseTable t(p.slots.size(), p.instrs.size());
   // Compacted in place (kept instructions move down over removed ones): a plan of 1e5
   // instructions is not copied into a second array.
   size_t w = 0;
   int removed = 0;
   for (size_t r = 0; r < p.instrs.size(); ++r) {
     Instr& in = p.instrs[r];
-    for (int32_t& s : in.in) s = alias[s];
-    const OpCategory cat = op_info(in.op).category;
-    // Factories are left alone: each one is its own fresh buffer (random ones draw numbers).
-    // ---- distributed ----
-    // Collectives too: each is a message exchange every rank must issue, so how many run
-    // must not depend on which values happen to coincide on one rank.
-    const bool collective = in.op == OpId::kAllReduce || in.op == OpId::kBroadcast ||
-                            in.op == OpId::kAllGather || in.op == OpId::kReduceScatter;
-    uint64_t h = 0;
-    int32_t key = -1;
-    const bool candidate = cat != OpCategory::Factory && cat != OpCategory::Leaf && !collective;
-    if (candidate) {
-      const auto [a, b] = first_two(in);
-      h = instr_hash(in, a, b);
-      key = b >= 0 ? b : a;
-      int32_t match = -1;
-      if (key >= 0 && chain_len[key] <= kMaxChain) {
-        for (int32_t j = head[key]; j >= 0; j = next[j])
-          if (hash_of[j] == h) {
-            match = j;
-            break;
-          }
-      } else if (auto it = seen.find(h); it != seen.end()) {
-        match = it->second;
-      }
-      if (match >= 0 && same(p.instrs[match], in)) {
-        alias[in.out] = p.instrs[match].out;
-        ++removed;
-        continue;
-      }
-    }
-    if (w != r) p.instrs[w] = std::move(in);
-    const int32_t kept = static_cast<int32_t>(w++);
-    next.push_back(-1);
-    hash_of.push_back(h);
-    if (!candidate) continue;
-    if (key < 0 || chain_len[key] > kMaxChain) {
-      seen.try_emplace(h, kept);
+    if (t.repeats(p.instrs.data(), in)) {
+      ++removed;
       continue;
     }
-    next[kept] = head[key];
-    head[key] = kept;
-    if (++chain_len[key] > kMaxChain)  // too long: this slot's instructions go to the map
-      for (int32_t j = head[key]; j >= 0; j = next[j]) seen.try_emplace(hash_of[j], j);
+    if (w != r) p.instrs[w] = std::move(in);
+    ++w;
   }
   p.instrs.erase(p.instrs.begin() + static_cast<std::ptrdiff_t>(w), p.instrs.end());
-  for (int32_t& o : p.outputs) o = alias[o];
+  for (int32_t& o : p.outputs) o = t.alias(o);
   return removed;
 }
 

@@ -63,7 +63,7 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
       l->second = new_val(t);
       EwForm::Step s{Kind::kScalar, l->second};
       s.slot = slot;
-      if (plan.slots[slot].kind != SlotKind::kScalar) {
+      if (plan.slot_kind(slot) != SlotKind::kScalar) {
         s.kind = Kind::kLoad;
         auto [o, first] = operand_of.try_emplace(slot, static_cast<int>(f.operands.size()));
         if (first) f.operands.push_back({slot, plan.slots[slot].dtype});

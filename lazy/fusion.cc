@@ -38,13 +38,16 @@ struct Group {
   Shape out_shape;  // reduce/matmul: the shape their epilogue runs over
   int32_t anchor = -1;  // the reduce/matmul instruction
   std::vector<int32_t> instrs;
+  // Instr::shape_id of `loop` (elementwise) or `out_shape` (reduce, matmul): -1 when unknown.
+  int32_t shape_id = -1;
 };
 
 class Fuser {
  public:
   Fuser(Plan& p, std::vector<std::string>* reasons) : p_(p), reasons_(reasons) {
+    // producer_ is filled as instructions are placed (place() reads only operands made by
+    // earlier instructions), not in a walk of its own over every instruction.
     producer_.assign(p.slots.size(), -1);
-    for (size_t i = 0; i < p.instrs.size(); ++i) producer_[p.instrs[i].out] = static_cast<int32_t>(i);
     group_of_.assign(p.instrs.size(), -1);
   }
 
@@ -64,6 +67,7 @@ class Fuser {
  private:
   void place(int32_t i) {
     const Instr& in = p_.instrs[i];
+    producer_[in.out] = i;
     const KernelKind kind = kind_of(in.op);
     // The newest kernel that produces an operand: the only one this instruction may join
     // (every other operand then comes from an earlier kernel).
@@ -95,7 +99,7 @@ class Fuser {
     // before its readers: it joins the newest elementwise kernel of its loop shape (sibling
     // fusion), so a wide program of many small independent ops is a few kernels, not one each.
     if (best < 0 && kind == KernelKind::kElementwise) {
-      const int32_t open = open_group(in.shape);
+      const int32_t open = open_group(in);
       if (open >= 0) {
         const Group& G = groups_[open];
         if (G.kind == KernelKind::kElementwise && !G.instrs.empty() &&
@@ -106,22 +110,27 @@ class Fuser {
       }
     }
     Group g{kind};
-    if (kind == KernelKind::kElementwise) g.loop = in.shape;
+    if (kind == KernelKind::kElementwise) {
+      g.loop = in.shape;
+      g.shape_id = shape_id(in);
+    }
     if (kind == KernelKind::kReduce) {
       g.loop = p_.slots[in.in[0]].shape;
       g.out_shape = in.shape;
       g.anchor = i;
+      g.shape_id = shape_id(in);
     }
     if (kind == KernelKind::kMatmul) {
       g.out_shape = in.shape;
       g.anchor = i;
+      g.shape_id = shape_id(in);
     }
     groups_.push_back(std::move(g));
     readers_.emplace_back();
     const int32_t gi = static_cast<int32_t>(groups_.size()) - 1;
     if (kind == KernelKind::kElementwise) {
       open_by_loop_[in.shape] = gi;
-      last_loop_ = &in.shape;
+      last_loop_ = &in;
       last_open_ = gi;
     }
     // The newest producer could not be joined (a view of a reduction: a bias gradient
@@ -141,13 +150,17 @@ class Fuser {
   // open_by_loop_[shape] or -1, through a one-entry memo of the last shape looked up or
   // opened: a wide program's siblings mostly share one loop shape, so the map is hashed
   // once per shape change instead of once per instruction.
-  int32_t open_group(const Shape& shape) {
-    if (last_loop_ != nullptr && *last_loop_ == shape) return last_open_;
-    auto it = open_by_loop_.find(shape);
-    last_loop_ = &shape;
+  // The memo compares shape numbers (Plan::same_shape), not the shapes.
+  int32_t open_group(const Instr& in) {
+    if (last_loop_ != nullptr && p_.same_shape(*last_loop_, in)) return last_open_;
+    auto it = open_by_loop_.find(in.shape);
+    last_loop_ = &in;
     last_open_ = it == open_by_loop_.end() ? -1 : it->second;
     return last_open_;
   }
+
+  // in.shape_id where the plan numbers its shapes, else -1.
+  int32_t shape_id(const Instr& in) const { return p_.shape_ids ? in.shape_id : -1; }
 
   // Kernel h (older than g) may move into g if it is a plain elementwise kernel over `loop`,
   // and no kernel that runs between them reads it (those would then run before their input).
@@ -195,6 +208,7 @@ class Fuser {
     if (kind_of(in.op) == KernelKind::kReduce && G.kind == KernelKind::kElementwise) {
       G.kind = KernelKind::kReduce;
       G.out_shape = in.shape;
+      G.shape_id = shape_id(in);
       G.anchor = i;
     }
     G.instrs.push_back(i);
@@ -242,9 +256,10 @@ class Fuser {
             shape_str(G.loop), gi));
       return FusionDecision::yes();
     }
-    // Elementwise.
+    // Elementwise. Its shape is compared by number where both have one (no read of it).
     const Shape& want = G.kind == KernelKind::kElementwise ? G.loop : G.out_shape;
-    if (in.shape == want) return FusionDecision::yes();
+    if (G.shape_id >= 0 && shape_id(in) >= 0 ? G.shape_id == in.shape_id : in.shape == want)
+      return FusionDecision::yes();
     if (G.kind == KernelKind::kReduce)
       return FusionDecision::no(absl::StrFormat(
           "reduction %%%d (%s) output %s feeds a broadcast to loop shape %s: reduce-then-broadcast "
@@ -274,38 +289,67 @@ class Fuser {
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
   absl::flat_hash_map<Shape, int32_t> open_by_loop_;  // newest elementwise group per loop shape
-  const Shape* last_loop_ = nullptr;  // open_group's memo: a shape (in p_.instrs) and its entry
+  const Instr* last_loop_ = nullptr;  // open_group's memo: an instruction (of p_.instrs), its entry
   int32_t last_open_ = -1;
 };
 
 }  // namespace
 
-void compute_kernel_outputs(Plan& p) {
-  std::vector<int32_t> kernel_of(p.slots.size(), -1);
-  for (size_t k = 0; k < p.kernels.size(); ++k)
-    for (int32_t i : p.kernels[k].instrs) kernel_of[p.instrs[i].out] = static_cast<int32_t>(k);
-  std::vector<char> needed(p.slots.size(), 0);
+void compute_kernel_outputs(Plan& p, bool liveness) {
+  const size_t ns = p.slots.size();
+  // Each instruction's result slot in kernel order (what the last loop reads, so it does not
+  // visit the instructions a third time).
+  size_t total = 0;
+  for (const Kernel& k : p.kernels) total += k.instrs.size();
+  std::vector<int32_t> out_at(total);
+  std::vector<int32_t> kernel_of(ns, -1);
+  {
+    size_t at = 0;
+    for (size_t k = 0; k < p.kernels.size(); ++k)
+      for (int32_t i : p.kernels[k].instrs) {
+        const int32_t o = p.instrs[i].out;
+        out_at[at++] = o;
+        kernel_of[o] = static_cast<int32_t>(k);
+      }
+  }
+  std::vector<char> needed(ns, 0);
   for (int32_t o : p.outputs) needed[o] = 1;
+  std::vector<int32_t> last;  // liveness: the last kernel reading each slot
+  if (liveness) last.assign(ns, -1);
   for (size_t k = 0; k < p.kernels.size(); ++k)
     for (int32_t i : p.kernels[k].instrs)
-      for (int32_t s : p.instrs[i].in)
+      for (int32_t s : p.instrs[i].in) {
         if (kernel_of[s] >= 0 && kernel_of[s] != static_cast<int32_t>(k)) needed[s] = 1;
+        if (liveness) last[s] = static_cast<int32_t>(k);
+      }
+  size_t at = 0;
   for (Kernel& k : p.kernels) {
     k.outputs.clear();
     const bool all = k.kind == KernelKind::kView || k.kind == KernelKind::kOther;
     size_t count = 0;  // counted first: one allocation per kernel
-    for (int32_t i : k.instrs) count += all || needed[p.instrs[i].out];
+    for (size_t j = 0; j < k.instrs.size(); ++j) count += all || needed[out_at[at + j]];
     k.outputs.reserve(count);
-    for (int32_t i : k.instrs) {
-      int32_t s = p.instrs[i].out;
+    for (size_t j = 0; j < k.instrs.size(); ++j) {
+      const int32_t s = out_at[at + j];
       if (all || needed[s]) k.outputs.push_back(s);
     }
+    at += k.instrs.size();
   }
+  if (!liveness) return;
+  // A value slot is released after the last kernel that reads it, unless it is a graph
+  // output. Inputs and scalars are owned by the caller.
+  for (int32_t o : p.outputs) last[o] = -1;
+  p.free_after.assign(p.kernels.size(), {});
+  // Value slots only: with ordered slots their range, without reading any slot's kind.
+  const size_t first_value = p.slots_ordered ? static_cast<size_t>(p.num_inputs + p.num_scalars) : 0;
+  for (size_t s = first_value; s < ns; ++s)
+    if (last[s] >= 0 && (p.slots_ordered || p.slots[s].kind == SlotKind::kValue))
+      p.free_after[last[s]].push_back(s);
 }
 
-void fuse_kernels(Plan& p, std::vector<std::string>* reasons) {
+void fuse_kernels(Plan& p, std::vector<std::string>* reasons, bool outputs) {
   Fuser(p, reasons).run();
-  compute_kernel_outputs(p);
+  if (outputs) compute_kernel_outputs(p);
 }
 
 void unfused_kernels(Plan& p) {

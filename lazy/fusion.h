@@ -38,13 +38,16 @@ struct FusionDecision {
 
 // Replaces p.kernels with fused kernels (and their outputs). Appends one line per "no"
 // decision to `reasons` when it is not null. Does not touch p.free_after.
-void fuse_kernels(Plan& p, std::vector<std::string>* reasons = nullptr);
+// With outputs false, Kernel::outputs is left to a later compute_kernel_outputs.
+void fuse_kernels(Plan& p, std::vector<std::string>* reasons = nullptr, bool outputs = true);
 
 // One kernel per instruction (SLOTH_FUSION=0).
 void unfused_kernels(Plan& p);
 
 // Fills Kernel::outputs: every slot a kernel computes that is a graph output or is read by
-// another kernel. Kernels of kind kView/kOther write all their results.
-void compute_kernel_outputs(Plan& p);
+// another kernel. Kernels of kind kView/kOther write all their results. With `liveness`, the
+// same walk fills p.free_after (per kernel: the value slots, not graph outputs, whose last
+// reader it is).
+void compute_kernel_outputs(Plan& p, bool liveness = false);
 
 }  // namespace sloth::lazy

@@ -1,8 +1,10 @@
 #include "lazy/lowering.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "lazy/cse.h"
 #include "lazy/epilogue_sink.h"
 #include "lazy/fusion.h"
@@ -19,9 +21,11 @@ Plan lower(const Graph& g) {
   p.slots_ordered = true;  // numbered below: inputs, scalars, values
   // Slot numbering: inputs, then scalars, then values in execution order.
   const int32_t scalar_base = p.num_inputs, value_base = p.num_inputs + p.num_scalars;
-  p.slots.resize(value_base + g.order.size());
+  // Made in slot order (push_back, not resize-then-fill): a 1e5-node graph's 2e5 slots
+  // (64 bytes each) are written once.
+  p.slots.reserve(value_base + g.order.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
-    Slot& s = p.slots[i];
+    Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kInput;
     s.index = static_cast<int32_t>(i);
     s.dtype = g.inputs[i]->dtype;
@@ -29,7 +33,7 @@ Plan lower(const Graph& g) {
     s.input_strides = g.inputs[i]->data->layout.strides;
   }
   for (size_t i = 0; i < g.scalars.size(); ++i) {
-    Slot& s = p.slots[scalar_base + i];
+    Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kScalar;
     s.index = static_cast<int32_t>(i);
     s.dtype = g.scalars[i]->dtype;
@@ -38,53 +42,85 @@ Plan lower(const Graph& g) {
   p.instrs.reserve(g.order.size());
   size_t next_operand = 0;
   // Runs of instructions with equal attributes (a layer's ops, the same reduction repeated)
-  // share one out-of-line copy.
+  // share one out-of-line copy. A node without attributes (has_attrs false) is not asked:
+  // its attrs are three cold cache lines at its end.
   InstrAttrs last_attrs;
+  bool last_empty = true;  // last_attrs holds the empty attributes
   bool any_matmul = false;  // transpose_matmul_outputs has nothing to do without one
+  // CSE runs here, each instruction checked as it is made (its data still in cache), not in
+  // a second walk over all of them.
+  CseTable cse(value_base + g.order.size(), g.order.size());
+  // Shape numbering (Instr::shape_id): the previous node's shape is asked first (runs of one
+  // shape are the rule), then a map of the shapes seen.
+  p.shape_ids = true;
+  absl::flat_hash_map<Shape, int32_t> shape_ids;
+  const Shape* last_shape = nullptr;
+  int32_t last_shape_id = -1;
   for (const Node* n : g.order) {
     any_matmul |= n->op == OpId::kMatmul;
-    if (!(n->attrs == last_attrs.get())) last_attrs = InstrAttrs(n->attrs);
-    Instr in{n->op, n->dtype, n->shape, last_attrs, {}, value_base + n->slot};
+    if (!n->has_attrs) {
+      if (!last_empty) last_attrs = InstrAttrs();
+      last_empty = true;
+    } else if (last_empty || !(n->attrs == last_attrs.get())) {
+      last_attrs = InstrAttrs(n->attrs);
+      last_empty = false;
+    }
+    const int32_t out = value_base + n->slot;
+    // build_graph numbers values in g.order's order, so this is the next slot.
+    if (out != static_cast<int32_t>(p.slots.size())) std::abort();
+    Slot& s = p.slots.emplace_back();
+    s.kind = SlotKind::kValue;
+    s.dtype = n->dtype;
+    s.shape = n->shape;
+    if (last_shape == nullptr || *last_shape != s.shape)
+      last_shape_id = shape_ids.try_emplace(s.shape, static_cast<int32_t>(shape_ids.size())).first->second;
+    last_shape = &s.shape;  // stays put: the slots are reserved
+    Instr in{n->op, n->dtype, s.shape, last_attrs, {}, out};
+    in.shape_id = last_shape_id;
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       const uint32_t ref = g.operands[next_operand++];
       in.in.push_back(base_of[Graph::operand_kind(ref)] + Graph::operand_slot(ref));
     }
-    Slot& s = p.slots[in.out];
-    s.kind = SlotKind::kValue;
-    s.dtype = n->dtype;
-    s.shape = n->shape;
-    p.instrs.push_back(std::move(in));
+    if (!cse.repeats(p.instrs.data(), in)) p.instrs.push_back(std::move(in));
   }
   p.outputs.reserve(g.roots.size());
-  for (int32_t v : g.root_values) p.outputs.push_back(value_base + v);
-  eliminate_common_subexpressions(p);
+  for (int32_t v : g.root_values) p.outputs.push_back(cse.alias(value_base + v));
   if (any_matmul) transpose_matmul_outputs(p);
   return p;
 }
 
-void plan_kernels(Plan& p, bool fuse) {
-  if (fuse) {
-    std::vector<std::string> reasons;
-    const bool log = log_enabled("fusion");
-    fuse_kernels(p, log ? &reasons : nullptr);
-    sink_matmul_epilogues(p);
-    for (const std::string& r : reasons) std::fprintf(stderr, "[sloth fusion] %s\n", r.c_str());
-  } else {
-    unfused_kernels(p);
-  }
-  // Liveness: a value slot is released after the last kernel that reads it, unless it is a
-  // graph output. Inputs and scalars are owned by the caller.
+namespace {
+
+// Liveness: a value slot is released after the last kernel that reads it, unless it is a
+// graph output. Inputs and scalars are owned by the caller. (The fused path gets the same
+// from compute_kernel_outputs's walk.)
+void liveness(Plan& p) {
   std::vector<int32_t> last(p.slots.size(), -1);
   for (size_t k = 0; k < p.kernels.size(); ++k)
     for (int32_t i : p.kernels[k].instrs)
       for (int32_t s : p.instrs[i].in) last[s] = static_cast<int32_t>(k);
   for (int32_t o : p.outputs) last[o] = -1;
   p.free_after.assign(p.kernels.size(), {});
-  // Value slots only: with ordered slots their range, without reading any slot's kind.
-  const size_t first_value = p.slots_ordered ? static_cast<size_t>(p.num_inputs + p.num_scalars) : 0;
-  for (size_t s = first_value; s < p.slots.size(); ++s)
-    if (last[s] >= 0 && (p.slots_ordered || p.slots[s].kind == SlotKind::kValue))
+  for (size_t s = 0; s < p.slots.size(); ++s)
+    if (last[s] >= 0 && p.slot_kind(static_cast<int32_t>(s)) == SlotKind::kValue)
       p.free_after[last[s]].push_back(s);
+}
+
+}  // namespace
+
+void plan_kernels(Plan& p, bool fuse) {
+  if (fuse) {
+    std::vector<std::string> reasons;
+    const bool log = log_enabled("fusion");
+    fuse_kernels(p, log ? &reasons : nullptr, /*outputs=*/false);
+    sink_matmul_epilogues(p);
+    for (const std::string& r : reasons) std::fprintf(stderr, "[sloth fusion] %s\n", r.c_str());
+    // Kernel outputs and liveness (free_after) in one walk over the kernels.
+    compute_kernel_outputs(p, /*liveness=*/true);
+  } else {
+    unfused_kernels(p);  // every result is its kernel's output
+    liveness(p);
+  }
 }
 
 }  // namespace sloth::lazy

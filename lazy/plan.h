@@ -61,6 +61,10 @@ struct Instr {
   InstrAttrs attrs;
   absl::InlinedVector<int32_t, 3> in;  // slot ids
   int32_t out;                         // slot id
+  // lower(): the plan's number for `shape` (equal numbers: equal shapes), so the passes
+  // compare shapes without reading them (a heap line per instruction). -1: not numbered
+  // (made by a later pass); only trusted where Plan::shape_ids is set (see same_shape).
+  int32_t shape_id = -1;
 };
 
 // A fused kernel: a run of instructions the backend executes as one loop nest.
@@ -100,6 +104,22 @@ struct Plan {
   // reading every slot's kind (2e5 slots of a 1e5-node graph are 13 MB). Plans built
   // otherwise (tests, copies) leave it false and are walked whole.
   bool slots_ordered = false;
+  // The kind of slot s; with ordered slots from its range, without reading the slot (64
+  // bytes): passes that ask it of every operand do not walk the slot table.
+  SlotKind slot_kind(int32_t s) const {
+    if (!slots_ordered) return slots[s].kind;
+    return s < num_inputs                ? SlotKind::kInput
+           : s < num_inputs + num_scalars ? SlotKind::kScalar
+                                          : SlotKind::kValue;
+  }
+  // Set by lower(): Instr::shape_id numbers this plan's shapes. Plans copied and resized
+  // (plan_instance) or built otherwise leave it false and compare shapes themselves.
+  bool shape_ids = false;
+  // Whether instructions a and b have equal shapes, by number where both have one.
+  bool same_shape(const Instr& a, const Instr& b) const {
+    if (shape_ids && a.shape_id >= 0 && b.shape_id >= 0) return a.shape_id == b.shape_id;
+    return a.shape == b.shape;
+  }
   uint64_t key = 0;                     // the graph's structural hash
   std::string describe() const;         // for SLOTH_LOG and dump_ir(kText)
 };

@@ -20,28 +20,25 @@ StepKind step_kind(OpId op) {
 
 StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
   const size_t nk = plan.kernels.size(), ns = plan.slots.size();
-  // Instructions reading each slot, as one flat array (CSR): no per-slot vector, so a plan
-  // of 1e5 instructions costs a few allocations, not 1e5.
-  std::vector<int32_t> reader_at(ns + 1, 0), readers;
+  // How many times each slot is read (operand occurrences over all instructions): a run's
+  // result is needed outside it when the run (and the reduction it feeds) does not account
+  // for all of them. One walk over the instructions, no reader lists.
+  std::vector<int32_t> reads_of(ns, 0);
   for (const Instr& in : plan.instrs)
-    for (int32_t s : in.in) ++reader_at[s + 1];
-  for (size_t s = 0; s < ns; ++s) reader_at[s + 1] += reader_at[s];
-  readers.resize(reader_at[ns]);
-  {
-    std::vector<int32_t> fill(reader_at.begin(), reader_at.end() - 1);
-    for (size_t i = 0; i < plan.instrs.size(); ++i)
-      for (int32_t s : plan.instrs[i].in) readers[fill[s]++] = static_cast<int32_t>(i);
-  }
+    for (int32_t s : in.in) ++reads_of[s];
   std::vector<char> plan_out(ns, 0);
   for (int32_t o : plan.outputs) plan_out[o] = 1;
   // Membership marks stamped per kernel / per run instead of sets rebuilt each time.
   std::vector<int32_t> kout_mark(ns, -1), produced_mark(ns, -1);
-  std::vector<int32_t> in_run_mark(plan.instrs.size(), -1);
+  // Per slot: the reads of it by the current run (stamped: valid where run_mark is the run's).
+  std::vector<int32_t> run_mark(ns, -1), run_reads(ns, 0);
   int32_t run_stamp = 0;
   StepPlan sp;
   sp.kernels.resize(nk);
   sp.release.resize(nk);
   std::vector<int> last_use(ns, -1);
+  sp.last_read.assign(ns, -1);
+  int32_t pos = 0;
   for (size_t k = 0; k < nk; ++k) {
     const Kernel& kern = plan.kernels[k];
     for (int32_t o : kern.outputs) kout_mark[o] = static_cast<int32_t>(k);
@@ -55,19 +52,28 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
       st.reads.reserve(run.size() * 2);
       st.materialize.reserve(run.size());
       const int32_t stamp = run_stamp++;
-      for (int32_t i : run) in_run_mark[i] = stamp;
+      auto count_read = [&](int32_t s) {
+        if (run_mark[s] != stamp) {
+          run_mark[s] = stamp;
+          run_reads[s] = 0;
+        }
+        ++run_reads[s];
+      };
       for (int32_t i : run) {
-        for (int32_t s : plan.instrs[i].in)
+        for (int32_t s : plan.instrs[i].in) {
           if (produced_mark[s] != stamp) st.reads.push_back(s);
+          count_read(s);
+        }
         produced_mark[plan.instrs[i].out] = stamp;
       }
+      if (skip >= 0)
+        for (int32_t s : plan.instrs[skip].in) count_read(s);
       for (int32_t i : run) {
         const int32_t s = plan.instrs[i].out;
-        bool outside = kout_mark[s] == static_cast<int32_t>(k) || plan_out[s];
-        for (int32_t j = reader_at[s]; j < reader_at[s + 1] && !outside; ++j) {
-          const int32_t r = readers[j];
-          outside = r != skip && in_run_mark[r] != stamp;
-        }
+        // Read by an instruction outside the run (other than `skip`): its reads are not all
+        // the run's.
+        const bool outside = kout_mark[s] == static_cast<int32_t>(k) || plan_out[s] ||
+                             reads_of[s] > (run_mark[s] == stamp ? run_reads[s] : 0);
         if (outside) st.materialize.push_back(s);
       }
       st.instrs = std::move(run);
@@ -96,7 +102,7 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
         size_t end = ii + 1;
         while (end < kern.instrs.size() &&
                step_kind(plan.instrs[kern.instrs[end]].op) == StepKind::kElementwise &&
-               plan.instrs[kern.instrs[end]].shape == in.shape)
+               plan.same_shape(plan.instrs[kern.instrs[end]], in))
           ++end;
         group.assign(kern.instrs.begin() + ii, kern.instrs.begin() + end);
         flush();
@@ -112,7 +118,11 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
     }
     flush();
     for (int32_t i : kern.instrs) {
-      for (int32_t s : plan.instrs[i].in) last_use[s] = std::max(last_use[s], static_cast<int>(k));
+      for (int32_t s : plan.instrs[i].in) {
+        last_use[s] = std::max(last_use[s], static_cast<int>(k));
+        sp.last_read[s] = pos;  // positions only grow: the last write is the largest
+      }
+      ++pos;
       const int32_t o = plan.instrs[i].out;
       last_use[o] = std::max(last_use[o], static_cast<int>(k));
     }

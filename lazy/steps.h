@@ -32,6 +32,9 @@ struct PlanStep {
 struct StepPlan {
   std::vector<std::vector<PlanStep>> kernels;  // [k]: the steps of plan kernel k, in order
   std::vector<std::vector<int32_t>> release;   // [k]: slots dead after kernel k
+  // [slot]: the execution position (kernels in order, each kernel's instructions in order)
+  // of the last instruction reading it; -1: none. Found in the same walk as `release`.
+  std::vector<int32_t> last_read;
 };
 
 // A backend's answer to "can this kernel's prologue run inside its reduction loop": the index

@@ -445,19 +445,18 @@ class CpuExecutable final : public lazy::Executable {
       for (size_t k = 0; k < nk; ++k)
         for (int32_t i : plan_.kernels[k].instrs) pos[i] = p++;
     }
-    std::vector<int32_t> last_pos(plan_.slots.size(), -1);
-    for (size_t i = 0; i < plan_.instrs.size(); ++i)
-      for (int32_t s : plan_.instrs[i].in) last_pos[s] = std::max(last_pos[s], pos[i]);
+    // split_steps finds the last reading position of each slot in its walk over the kernels.
+    lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
+    const std::vector<int32_t>& last_pos = sp.last_read;
     auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
       std::vector<int32_t> d;
       for (int32_t s : reads)
-        if ((plan_.slots[s].kind == SlotKind::kValue || plan_.slots[s].kind == SlotKind::kInput) &&
-            !plan_out[s] && last_pos[s] <= end_pos)
+        if (!plan_out[s] && last_pos[s] <= end_pos &&
+            plan_.slot_kind(s) != SlotKind::kScalar)
           d.push_back(s);
       return d;
     };
 
-    lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
     steps_.resize(nk);
     release_ = std::move(sp.release);
     find_held_at_end();
@@ -615,7 +614,7 @@ class CpuExecutable final : public lazy::Executable {
       // A step reading a graph input is never constant: rejected before the lists below.
       bool reads_input = false;
       for (int32_t i : ins)
-        for (int32_t s : plan_.instrs[i].in) reads_input |= plan_.slots[s].kind == SlotKind::kInput;
+        for (int32_t s : plan_.instrs[i].in) reads_input |= plan_.slot_kind(s) == SlotKind::kInput;
       if (reads_input) continue;
       outs.clear();
       scal.clear();
