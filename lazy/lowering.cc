@@ -11,7 +11,9 @@
 
 namespace sloth::lazy {
 
-Plan lower(const Graph& g) {
+Plan lower(const Graph& g) { return lower(g, nullptr, nullptr); }
+
+Plan lower(const Graph& g, void (*resize)(Plan&, const void*), const void* ctx) {
   Plan p;
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());
@@ -57,6 +59,7 @@ Plan lower(const Graph& g) {
   }
   p.outputs.reserve(g.roots.size());
   for (int32_t v : g.root_values) p.outputs.push_back(value_base + v);
+  if (resize != nullptr) resize(p, ctx);  // ---- dynamic shapes: stand-in sizes ----
   eliminate_common_subexpressions(p);
   if (any_matmul) transpose_matmul_outputs(p);
   return p;
