@@ -114,6 +114,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
   const Node* n = g_.order[k];
   const int32_t out = node_dims_[k], r = static_cast<int32_t>(n->shape.size());
   const int32_t attrs = node_attrs_[k];
+  const int32_t nattrs = (k + 1 < g_.order.size() ? node_dims_[k + 1] : static_cast<int32_t>(val_.size())) - attrs;
   const OpCategory cat = op_info(n->op).category;
   switch (n->op) {
     case OpId::kMatmul: {
@@ -138,22 +139,27 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
       return;
     }
     case OpId::kReshape:
+      if (nattrs != r) break;
       for (int32_t d = 0; d < r; ++d) join(attrs + d, out + d);
       reshape_rule(ops[0].off, ops[0].rank, out, r);
       return;
     case OpId::kPermute: {
       const Attrs& at = n->attrs;
       if (static_cast<int32_t>(at.dims.size()) != r || ops[0].rank != r) break;
+      bool perm = true;
+      for (int64_t p : at.dims) perm &= p >= 0 && p < r;
+      if (!perm) break;
       for (int32_t d = 0; d < r; ++d) join(out + d, ops[0].off + static_cast<int32_t>(at.dims[d]));
       return;
     }
     case OpId::kExpand:
+      if (nattrs != r) break;
       for (int32_t d = 0; d < r; ++d) join(attrs + d, out + d);
       join_aligned(out, r, ops[0]);
       return;
     case OpId::kSlice: {
       const SliceAttrs s = SliceAttrs::of(n->attrs);
-      if (ops[0].rank != r) break;
+      if (ops[0].rank != r || s.dim < 0 || s.dim >= r || nattrs != 2) break;
       for (int32_t d = 0; d < r; ++d)
         if (d != s.dim) join(out + d, ops[0].off + d);
       // start, end are attrs (start at attrs, end at attrs + 1); out = end - start: a join
@@ -165,7 +171,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
     case OpId::kSliceScatter: {
       const SliceAttrs s = SliceAttrs::of(n->attrs);
       join_aligned(out, r, ops[0]);
-      if (ops[1].rank != r) return;
+      if (ops[1].rank != r || s.dim < 0 || s.dim >= r || nattrs != 2) return;
       for (int32_t d = 0; d < r; ++d)
         if (d != s.dim) join(out + d, ops[1].off + d);
       if (s.start == 0 && s.step == 1) join(ops[1].off + s.dim, attrs + 1);
@@ -173,7 +179,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
     }
     case OpId::kSelect: {
       const int64_t dim = SelectAttrs::of(n->attrs).dim;
-      if (ops[0].rank != r + 1) break;
+      if (ops[0].rank != r + 1 || dim < 0 || dim > r) break;
       for (int32_t d = 0, e = 0; d < ops[0].rank; ++d)
         if (d != dim) join(out + e++, ops[0].off + d);
       return;
@@ -182,8 +188,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
       break;
   }
   if (cat == OpCategory::Factory) {
-    for (int32_t d = 0; d < r; ++d)
-      if (d < static_cast<int32_t>(n->attrs.dims.size())) join(attrs + d, out + d);
+    for (int32_t d = 0; d < r && d < nattrs; ++d) join(attrs + d, out + d);
     return;
   }
   if (cat == OpCategory::Reduce) {
@@ -404,7 +409,6 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       taken.insert(v);
       fresh_of[c] = v;
     };
-    bool any = false;
     for (const auto& [v, cs] : groups) {
       if (cs.size() < 2) continue;
       // Pinned classes keep the value (several pinned ones stay equal: that coincidence is
@@ -413,9 +417,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       for (int32_t c : cs) some_pinned |= pinned[c] != 0;
       for (int32_t c : cs)
         if (!pinned[c] && (some_pinned || c != cs[0]) && def_of_[c] < 0)
-          move_free(c), any = true;  // a product follows its factors
+          move_free(c);  // a product follows its factors
     }
-    if (!any && attempt == 0) return std::nullopt;  // only products coincide: nothing to split
     // A product whose factors all kept their values keeps its own, and may then equal a free
     // size of that value that stayed: that one moves instead. A few rounds settle it.
     bool settled = false;
@@ -543,6 +546,9 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     if (!pinned_any) return give_up(fail_);
   }
+  bool split = false;
+  for (int32_t e = 0; e < ne; ++e) split |= val_[e] > 1 && find(e) == e && moved_[e];
+  if (!split) return std::nullopt;  // every coincidence is kept: the plan of these sizes
   for (int32_t e = 0; e < ne && out.summary.size() < 200; ++e)
     if (val_[e] > 1 && find(e) == e && moved_[e])
       absl::StrAppendFormat(&out.summary, "%s%d -> %d", out.summary.empty() ? "" : ", ", val_[e], stand_[e]);
