@@ -13,7 +13,7 @@ namespace sloth::lazy {
 
 Plan lower(const Graph& g) { return lower(g, nullptr, nullptr); }
 
-Plan lower(const Graph& g, void (*resize)(Plan&, const void*), const void* ctx) {
+Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
   Plan p;
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());

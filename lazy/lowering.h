@@ -13,7 +13,7 @@ Plan lower(const Graph& graph);
 // As lower(graph), with `resize` rewriting the plan's sizes (slots and instructions still
 // numbered as the graph) before any pass reads them: the general plan of a graph whose sizes
 // coincide is made at stand-in sizes (lazy/size_provenance.h).
-Plan lower(const Graph& graph, void (*resize)(Plan&, const void*), const void* ctx);
+Plan lower(const Graph& graph, void (*resize)(Plan&, void*), void* ctx);
 
 // Groups instructions into kernels. Every decision that says no has a reason, printed with
 // SLOTH_LOG=fusion. Without fusion every instruction is its own kernel.

@@ -299,25 +299,33 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
     // 8) are kept apart: the plan is made at stand-in sizes (lazy/size_provenance.h), cached
     // with them so that later graphs of this structure specialize it, and mapped back to this
     // graph's sizes to run now. A plan made at the coincidence could not serve the others.
-    const bool log = log_enabled("plans");
-    std::string general_why;
-    std::optional<StandInSizes> stand = generalize_sizes(g, log ? &general_why : nullptr);
-    std::shared_ptr<Plan> plan;
+    struct General {
+      const Graph* g;
+      std::string why;
+      bool log;
+      std::optional<StandInSizes> stand;
+    } general{&g, {}, log_enabled("plans"), std::nullopt};
+    auto plan = std::make_shared<Plan>(lower(
+        g,
+        [](Plan& p, void* c) {
+          auto& x = *static_cast<General*>(c);
+          x.stand = generalize_sizes(*x.g, p, x.log ? &x.why : nullptr);
+          if (x.stand) x.stand->apply(p);
+        },
+        &general));
+    std::optional<StandInSizes>& stand = general.stand;
+    const bool log = general.log;
+    std::string& general_why = general.why;
+    plan_kernels(*plan, fusion_enabled());
     std::optional<Plan> real;  // the stand-in plan at this graph's sizes
     if (stand) {
-      plan = std::make_shared<Plan>(lower(
-          g, [](Plan& p, const void* s) { static_cast<const StandInSizes*>(s)->apply(p); },
-          &*stand));
-      plan_kernels(*plan, fusion_enabled());
       real = instantiate_plan(*plan, stand->sizes, stand->real, g);
       if (!real) {
         general_why = "sizes coincide, but the stand-in plan did not map back to them: planned for these sizes";
         stand.reset();
+        plan = std::make_shared<Plan>(lower(g));
+        plan_kernels(*plan, fusion_enabled());
       }
-    }
-    if (!stand) {
-      plan = std::make_shared<Plan>(lower(g));
-      plan_kernels(*plan, fusion_enabled());
     }
     const uint64_t seq = next_plan_seq++;
     pending_miss = PendingMiss{plan, device.type, g.struct_key, seq};

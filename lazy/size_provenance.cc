@@ -17,7 +17,10 @@ namespace {
 // attribute. Its value is the real size; values <= 1 are literal (never joined, never moved).
 class Provenance {
  public:
-  explicit Provenance(const Graph& g) : g_(g) {}
+  // `p`: the plan lower() is building for `g`, slots and instructions still numbered as the
+  // graph (read instead of the graph's nodes: contiguous, and just written).
+  Provenance(const Graph& g, const Plan& p)
+      : g_(g), p_(p), vb_(p.num_inputs + p.num_scalars) {}
 
   std::optional<StandInSizes> run(std::string* why);
 
@@ -27,6 +30,13 @@ class Provenance {
     int32_t rank = 0;
   };
 
+  // Operand j of instruction k as a Graph::operands entry (kind << 30 | index).
+  uint32_t opref(size_t k, size_t j) const {
+    const int32_t slot = p_.instrs[k].in[j];
+    if (slot < p_.num_inputs) return uint32_t{1} << 30 | static_cast<uint32_t>(slot);
+    if (slot < vb_) return uint32_t{2} << 30 | static_cast<uint32_t>(slot - p_.num_inputs);
+    return uint32_t{3} << 30 | static_cast<uint32_t>(slot - vb_);
+  }
   int32_t add(int64_t v) {
     val_.push_back(v);
     parent_.push_back(static_cast<int32_t>(parent_.size()));
@@ -62,6 +72,8 @@ class Provenance {
   int64_t stand_in_of(int32_t cls, int depth);
 
   const Graph& g_;
+  const Plan& p_;
+  const int32_t vb_;  // the first value slot
   std::string fail_;
   std::vector<int64_t> val_;
   std::vector<int32_t> parent_;
@@ -111,10 +123,10 @@ void Provenance::reshape_rule(int32_t in, int32_t in_rank, int32_t out, int32_t 
 }
 
 void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
-  const Node* n = g_.order[k];
+  const Instr* n = &p_.instrs[k];
   const int32_t out = node_dims_[k], r = static_cast<int32_t>(n->shape.size());
   const int32_t attrs = node_attrs_[k];
-  const int32_t nattrs = (k + 1 < g_.order.size() ? node_dims_[k + 1] : static_cast<int32_t>(val_.size())) - attrs;
+  const int32_t nattrs = (k + 1 < p_.instrs.size() ? node_dims_[k + 1] : static_cast<int32_t>(val_.size())) - attrs;
   const OpCategory cat = op_info(n->op).category;
   switch (n->op) {
     case OpId::kMatmul: {
@@ -262,10 +274,12 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     return std::nullopt;
   };
   // Elements, in the graph's own numbering.
-  in_dims_.resize(g_.inputs.size());
-  in_strides_.resize(g_.inputs.size());
-  for (size_t i = 0; i < g_.inputs.size(); ++i) {
-    const Layout& l = g_.inputs[i]->data->layout;
+  val_.reserve(3 * p_.slots.size());
+  parent_.reserve(3 * p_.slots.size());
+  in_dims_.resize(static_cast<size_t>(p_.num_inputs));
+  in_strides_.resize(static_cast<size_t>(p_.num_inputs));
+  for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
+    const Slot& l = p_.slots[i];
     in_dims_[i] = static_cast<int32_t>(val_.size());
     for (int64_t d : l.shape) {
       if (d == 0) return std::nullopt;  // nothing to gain from an empty tensor
@@ -275,20 +289,20 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     for (size_t d = 0; d < l.shape.size(); ++d) add(-1);
     int64_t contiguous = 1;
     for (size_t d = l.shape.size(); d-- > 0;) {
-      if (l.shape[d] != 1 && d < l.strides.size() && l.strides[d] != contiguous) {
+      if (l.shape[d] != 1 && d < l.input_strides.size() && l.input_strides[d] != contiguous) {
         const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
         // A stride of its own: which product of the base's dims it is is not known here,
         // and nothing that plans reads an input's strides (the plan at the stand-ins takes
         // the real layouts when it is mapped back), so its stand-in only has to keep it apart.
-        val_[e] = l.strides[d];
+        val_[e] = l.input_strides[d];
       }
       contiguous *= std::max<int64_t>(l.shape[d], 1);
     }
   }
-  node_dims_.resize(g_.order.size());
-  node_attrs_.resize(g_.order.size());
-  for (size_t k = 0; k < g_.order.size(); ++k) {
-    const Node* n = g_.order[k];
+  node_dims_.resize(p_.instrs.size());
+  node_attrs_.resize(p_.instrs.size());
+  for (size_t k = 0; k < p_.instrs.size(); ++k) {
+    const Instr* n = &p_.instrs[k];
     node_dims_[k] = static_cast<int32_t>(val_.size());
     for (int64_t d : n->shape) {
       if (d == 0) return std::nullopt;
@@ -296,22 +310,21 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     node_attrs_[k] = static_cast<int32_t>(val_.size());
     if (size_attrs_of(n->op) != SizeAttrs::kNone) {
-      Attrs a = n->attrs;
+      Attrs a = n->attrs.get();
       for_each_size_attr(n->op, a, [&](int64_t& v) { add(v); });
     }
   }
   // Join by each op's semantics.
   std::vector<Operand> ops;
-  size_t next = 0;
-  for (size_t k = 0; k < g_.order.size() && fail_.empty(); ++k) {
-    const Node* n = g_.order[k];
+  for (size_t k = 0; k < p_.instrs.size() && fail_.empty(); ++k) {
+    const Instr* n = &p_.instrs[k];
     ops.clear();
-    for (size_t j = 0; j < n->inputs.size(); ++j) {
-      const uint32_t ref = g_.operands[next++];
+    for (size_t j = 0; j < n->in.size(); ++j) {
+      const uint32_t ref = opref(k, j);
       const int32_t slot = Graph::operand_slot(ref);
       switch (Graph::operand_kind(ref)) {
-        case 1: ops.push_back({in_dims_[slot], static_cast<int32_t>(g_.inputs[slot]->data->layout.shape.size())}); break;
-        case 3: ops.push_back({node_dims_[slot], static_cast<int32_t>(g_.order[slot]->shape.size())}); break;
+        case 1: ops.push_back({in_dims_[slot], static_cast<int32_t>(p_.slots[slot].shape.size())}); break;
+        case 3: ops.push_back({node_dims_[slot], static_cast<int32_t>(p_.instrs[slot].shape.size())}); break;
         default: ops.push_back({0, 0}); break;  // a scalar: no dims
       }
     }
@@ -390,14 +403,14 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
   };
   StandInSizes out;
-  std::vector<uint8_t> touched(g_.order.size(), 0);
+  std::vector<uint8_t> touched(p_.instrs.size(), 0);
   auto s_of = [&](int32_t e) { return val_[e] <= 1 ? val_[e] : stand_[find(e)]; };
   auto moved = [&](int32_t e) { return val_[e] > 1 && moved_[find(e)] != 0; };
   std::vector<Shape> shapes;
   std::vector<TensorMeta> metas;
-  std::vector<size_t> operand_start(g_.order.size() + 1, 0);
-  for (size_t k = 0; k < g_.order.size(); ++k)
-    operand_start[k + 1] = operand_start[k] + g_.order[k]->inputs.size();
+  std::vector<size_t> operand_start(p_.instrs.size() + 1, 0);
+  for (size_t k = 0; k < p_.instrs.size(); ++k)
+    operand_start[k + 1] = operand_start[k] + p_.instrs[k].in.size();
   for (int attempt = 0;; ++attempt) {
     if (attempt == 16) return give_up(fail_);
     absl::flat_hash_set<int64_t> taken;
@@ -455,21 +468,21 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
 
     // The stand-in graph's shapes and size attributes.
     out = StandInSizes{};
-    out.input_shapes.resize(g_.inputs.size());
-    out.input_strides.resize(g_.inputs.size());
-    for (size_t i = 0; i < g_.inputs.size(); ++i) {
-      const Layout& l = g_.inputs[i]->data->layout;
+    out.input_shapes.resize(static_cast<size_t>(p_.num_inputs));
+    out.input_strides.resize(static_cast<size_t>(p_.num_inputs));
+    for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
+      const Slot& l = p_.slots[i];
       for (size_t d = 0; d < l.shape.size(); ++d) out.input_shapes[i].push_back(s_of(in_dims_[i] + static_cast<int32_t>(d)));
-      for (size_t d = 0; d < l.strides.size(); ++d) {
+      for (size_t d = 0; d < l.input_strides.size(); ++d) {
         const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
-        out.input_strides[i].push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l.strides[d]);
+        out.input_strides[i].push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l.input_strides[d]);
       }
     }
-    out.node_shapes.resize(g_.order.size());
-    out.node_size_attrs.resize(g_.order.size());
+    out.node_shapes.resize(p_.instrs.size());
+    out.node_size_attrs.resize(p_.instrs.size());
     std::fill(touched.begin(), touched.end(), 0);
-    for (size_t k = 0; k < g_.order.size(); ++k) {
-      const Node* n = g_.order[k];
+    for (size_t k = 0; k < p_.instrs.size(); ++k) {
+      const Instr* n = &p_.instrs[k];
       const int32_t r = static_cast<int32_t>(n->shape.size());
       int64_t numel = 1;
       for (int32_t d = 0; d < r; ++d) {
@@ -479,7 +492,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         if (__builtin_mul_overflow(numel, std::max<int64_t>(sz, 1), &numel) || numel > (int64_t{1} << 60))
           return give_up("a stand-in shape too large");
       }
-      const int32_t na = (k + 1 < g_.order.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
+      const int32_t na = (k + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
       for (int32_t j = 0; j < na; ++j) {
         out.node_size_attrs[k].push_back(s_of(node_attrs_[k] + j));
         touched[k] |= moved(node_attrs_[k] + j);
@@ -487,28 +500,28 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     // Every node that touches a stand-in, checked by its op's shape rule at the stand-ins.
     int64_t bad = -1;
-    for (size_t k = 0; k < g_.order.size() && bad < 0; ++k) {
-      const Node* n = g_.order[k];
-      const size_t nin = n->inputs.size();
+    for (size_t k = 0; k < p_.instrs.size() && bad < 0; ++k) {
+      const Instr* n = &p_.instrs[k];
+      const size_t nin = n->in.size();
       bool check = touched[k] != 0;
       for (size_t j = 0; j < nin && !check; ++j) {
-        const uint32_t ref = g_.operands[operand_start[k] + j];
+        const uint32_t ref = opref(k, j);
         const int32_t slot = Graph::operand_slot(ref);
         if (Graph::operand_kind(ref) == 3) check = touched[slot] != 0;
         if (Graph::operand_kind(ref) == 1)
-          for (size_t d = 0; d < g_.inputs[slot]->data->layout.shape.size(); ++d)
+          for (size_t d = 0; d < p_.slots[slot].shape.size(); ++d)
             check |= moved(in_dims_[slot] + static_cast<int32_t>(d));
       }
       if (!check) continue;
       shapes.assign(nin, Shape{});
       metas.clear();
       for (size_t j = 0; j < nin; ++j) {
-        const uint32_t ref = g_.operands[operand_start[k] + j];
+        const uint32_t ref = opref(k, j);
         const int32_t slot = Graph::operand_slot(ref);
         if (Graph::operand_kind(ref) == 1) shapes[j] = out.input_shapes[slot];
         else if (Graph::operand_kind(ref) == 3) shapes[j] = out.node_shapes[slot];
         // A Scalar leaf is a C++ number (x * 2.0): it takes part in promotion as one.
-        metas.push_back({nullptr, n->inputs[j]->dtype, Graph::operand_kind(ref) == 2});
+        metas.push_back({nullptr, p_.slots[n->in[j]].dtype, Graph::operand_kind(ref) == 2});
       }
       for (size_t j = 0; j < nin; ++j) metas[j].shape = &shapes[j];
       Attrs a = n->attrs;
@@ -533,16 +546,16 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       if (moved(e) && !pinned[find(e)]) pin(find(e)), pinned_any = true;
     };
     const size_t k = static_cast<size_t>(bad);
-    const int32_t end_k = k + 1 < g_.order.size() ? node_dims_[k + 1] : ne;
+    const int32_t end_k = k + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne;
     for (int32_t e = node_attrs_[k]; e < end_k; ++e) pin_elem(e);
     for (int32_t e = node_dims_[k]; e < node_attrs_[k] && !pinned_any; ++e) pin_elem(e);
-    for (size_t j = 0; j < g_.order[k]->inputs.size() && !pinned_any; ++j) {
-      const uint32_t ref = g_.operands[operand_start[k] + j];
+    for (size_t j = 0; j < p_.instrs[k].in.size() && !pinned_any; ++j) {
+      const uint32_t ref = opref(k, j);
       const int32_t slot = Graph::operand_slot(ref);
       if (Graph::operand_kind(ref) == 1)
-        for (size_t d = 0; d < g_.inputs[slot]->data->layout.shape.size(); ++d) pin_elem(in_dims_[slot] + static_cast<int32_t>(d));
+        for (size_t d = 0; d < p_.slots[slot].shape.size(); ++d) pin_elem(in_dims_[slot] + static_cast<int32_t>(d));
       else if (Graph::operand_kind(ref) == 3)
-        for (size_t d = 0; d < g_.order[slot]->shape.size(); ++d) pin_elem(node_dims_[slot] + static_cast<int32_t>(d));
+        for (size_t d = 0; d < p_.instrs[slot].shape.size(); ++d) pin_elem(node_dims_[slot] + static_cast<int32_t>(d));
     }
     if (!pinned_any) return give_up(fail_);
   }
@@ -559,11 +572,11 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   std::vector<int32_t> stream;
   stream.reserve(g_.size_ids.size());
   {
-    std::vector<uint8_t> done_v(g_.order.size(), 0), done_i(g_.inputs.size(), 0);
+    std::vector<uint8_t> done_v(p_.instrs.size(), 0), done_i(static_cast<size_t>(p_.num_inputs), 0);
     std::vector<std::pair<int32_t, size_t>> stack;
     size_t emitted = 0;
     auto emit_input = [&](int32_t i) {
-      const Layout& l = g_.inputs[i]->data->layout;
+      const Slot& l = p_.slots[i];
       for (size_t d = 0; d < l.shape.size(); ++d)
         if (l.shape[d] >= 2) stream.push_back(in_dims_[i] + static_cast<int32_t>(d));
       for (size_t d = l.shape.size(); d-- > 0;) {
@@ -571,17 +584,16 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         if (val_[e] >= 2) stream.push_back(e);
       }
     };
-    for (const Node* root : g_.roots) {
-      const int32_t rs = root->slot;
-      if (rs < 0 || static_cast<size_t>(rs) >= g_.order.size() || g_.order[rs] != root) return give_up("an unexpected graph");
+    for (const int32_t rs : g_.root_values) {
+      if (rs < 0 || static_cast<size_t>(rs) >= p_.instrs.size()) return give_up("an unexpected graph");
       if (done_v[rs]) continue;
       stack.push_back({rs, 0});
       done_v[rs] = 1;
       while (!stack.empty()) {
         auto& [k, j] = stack.back();
-        const Node* n = g_.order[k];
-        if (j < n->inputs.size()) {
-          const uint32_t ref = g_.operands[operand_start[k] + j++];
+        const Instr* n = &p_.instrs[k];
+        if (j < n->in.size()) {
+          const uint32_t ref = opref(k, j++);
           const int32_t slot = Graph::operand_slot(ref);
           const uint32_t kind = Graph::operand_kind(ref);
           if (kind == 1 && !done_i[slot]) {
@@ -596,13 +608,13 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         if (static_cast<size_t>(k) != emitted++) return give_up("an unexpected graph order");
         for (size_t d = 0; d < n->shape.size(); ++d)
           if (n->shape[d] >= 2) stream.push_back(node_dims_[k] + static_cast<int32_t>(d));
-        const int32_t na = (static_cast<size_t>(k) + 1 < g_.order.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
+        const int32_t na = (static_cast<size_t>(k) + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
         for (int32_t a = 0; a < na; ++a)
           if (val_[node_attrs_[k] + a] >= 2) stream.push_back(node_attrs_[k] + a);
         stack.pop_back();
       }
     }
-    if (emitted != g_.order.size() || stream.size() != g_.size_ids.size())
+    if (emitted != p_.instrs.size() || stream.size() != g_.size_ids.size())
       return give_up("an unexpected graph walk");
   }
   absl::flat_hash_map<int64_t, uint32_t> sym;
@@ -640,15 +652,17 @@ void StandInSizes::apply(Plan& p) const {
   }
 }
 
-std::optional<StandInSizes> generalize_sizes(const Graph& g, std::string* why) {
+std::optional<StandInSizes> generalize_sizes(const Graph& g, const Plan& p, std::string* why) {
   if (why) why->clear();
+  if (g.sizes.empty() || !p.slots_ordered || p.instrs.size() != g.order.size() ||
+      p.num_inputs != static_cast<int32_t>(g.inputs.size()))
+    return std::nullopt;
   // Collectives reorder the walk (build_graph); their graphs are planned as before.
-  for (const Node* n : g.order)
-    if (op_info(n->op).category == OpCategory::Kernel &&
-        (n->op == OpId::kAllReduce || n->op == OpId::kBroadcast || n->op == OpId::kAllGather ||
-         n->op == OpId::kReduceScatter))
+  for (const Instr& in : p.instrs)
+    if (in.op == OpId::kAllReduce || in.op == OpId::kBroadcast || in.op == OpId::kAllGather ||
+        in.op == OpId::kReduceScatter)
       return std::nullopt;
-  return Provenance(g).run(why);
+  return Provenance(g, p).run(why);
 }
 
 }  // namespace sloth::lazy

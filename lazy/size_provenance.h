@@ -54,7 +54,9 @@ struct StandInSizes {
 
 // The stand-in sizes when `g`'s sizes coincide where its ops do not force them equal;
 // nullopt when there is nothing to split or the pass gave up (then `*why`, when given, says
-// why, or stays empty when no two sizes coincided).
-std::optional<StandInSizes> generalize_sizes(const Graph& g, std::string* why);
+// why, or stays empty when no two sizes coincided). `p` is the plan lower() is building for
+// `g`, before any pass (slots and instructions numbered as the graph): the pass reads the
+// sizes there, where they lie together, rather than in the graph's nodes (lower's hook).
+std::optional<StandInSizes> generalize_sizes(const Graph& g, const Plan& p, std::string* why);
 
 }  // namespace sloth::lazy
