@@ -561,7 +561,10 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   }
   bool split = false;
   for (int32_t e = 0; e < ne; ++e) split |= val_[e] > 1 && find(e) == e && moved_[e];
-  if (!split) return std::nullopt;  // every coincidence is kept: the plan of these sizes
+  if (!split) {  // every coincidence is kept: the plan of these sizes
+    if (!fail_.empty()) return give_up(fail_);
+    return std::nullopt;
+  }
   for (int32_t e = 0; e < ne && out.summary.size() < 200; ++e)
     if (val_[e] > 1 && find(e) == e && moved_[e])
       absl::StrAppendFormat(&out.summary, "%s%d -> %d", out.summary.empty() ? "" : ", ", val_[e], stand_[e]);

@@ -594,6 +594,30 @@ TEST(SizeProvenance, LogExplainsGeneralAndFallbackPlans) {
             std::string::npos) << log;
 }
 
+// cat has no size rule of its own (its result's cat dim is the sum of its operands', which
+// stand-ins break): its shape rule rejects the stand-ins, the sizes it touches keep their
+// values, and here that keeps every coincidence, so the first plan is made for its sizes as
+// before (and the log says why); later sizes take a general plan. Values are exact throughout.
+TEST(SizeProvenance, OpWithoutARuleFallsBack) {
+  const std::vector<std::vector<int64_t>> configs = {{6, 6}, {6, 4}, {4, 6}, {5, 5}};
+  auto f = [](const std::vector<int64_t>& c, int s) {
+    return cat({data_of({c[0], c[1]}, s), data_of({c[0], c[1]}, s + 5)}, 0) * 3.0;
+  };
+  const std::string saved = settings_for_test().log;
+  settings_for_test().log = "plans";
+  testing::internal::CaptureStderr();
+  const SizesRun dyn = run_sizes(configs, false, f);
+  const std::string log = testing::internal::GetCapturedStderr();
+  settings_for_test().log = saved;
+  EXPECT_EQ(dyn.m.plan_cache_misses, 2) << dyn.m.last_miss_reason;
+  EXPECT_EQ(dyn.m.plans_generalized, 0);
+  EXPECT_NE(log.find("sizes were not followed through the ops (cat's shape rule does not accept the stand-in sizes"),
+            std::string::npos) << log;
+  const SizesRun ref = run_sizes(configs, true, f);
+  ASSERT_EQ(dyn.outs.size(), ref.outs.size());
+  for (size_t i = 0; i < dyn.outs.size(); ++i) EXPECT_EQ(dyn.outs[i], ref.outs[i]) << "config " << i;
+}
+
 // A graph without coincidences is planned as before (nothing to split).
 TEST(SizeProvenance, NoCoincidenceNoStandIns) {
   const SizesRun r = run_sizes({{3, 5}, {4, 6}}, false, [](const std::vector<int64_t>& c, int s) {
