@@ -78,6 +78,7 @@ class Provenance {
   std::vector<int64_t> val_;
   std::vector<int32_t> parent_;
   std::vector<int32_t> in_dims_, in_strides_, node_dims_, node_attrs_;  // first element of each
+  std::vector<int32_t> node_nattrs_, node_rank_;
   struct Def {
     int32_t e;
     std::vector<int32_t> factors;
@@ -126,7 +127,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
   const Instr* n = &p_.instrs[k];
   const int32_t out = node_dims_[k], r = static_cast<int32_t>(n->shape.size());
   const int32_t attrs = node_attrs_[k];
-  const int32_t nattrs = (k + 1 < p_.instrs.size() ? node_dims_[k + 1] : static_cast<int32_t>(val_.size())) - attrs;
+  const int32_t nattrs = node_nattrs_[k];
   const OpCategory cat = op_info(n->op).category;
   switch (n->op) {
     case OpId::kMatmul: {
@@ -299,36 +300,56 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       contiguous *= std::max<int64_t>(l.shape[d], 1);
     }
   }
+  // One walk over the instructions: each one's elements, then its op's joins (its operands
+  // come before it). An elementwise result with an operand of its very shape shares that
+  // operand's elements instead of joining new ones (most of a graph: no work per dim).
   node_dims_.resize(p_.instrs.size());
   node_attrs_.resize(p_.instrs.size());
-  for (size_t k = 0; k < p_.instrs.size(); ++k) {
+  node_nattrs_.resize(p_.instrs.size());
+  node_rank_.resize(p_.instrs.size());
+  std::vector<Operand> ops;
+  for (size_t k = 0; k < p_.instrs.size() && fail_.empty(); ++k) {
     const Instr* n = &p_.instrs[k];
-    node_dims_[k] = static_cast<int32_t>(val_.size());
-    for (int64_t d : n->shape) {
-      if (d == 0) return std::nullopt;
-      add(d);
+    const int32_t r = static_cast<int32_t>(n->shape.size());
+    node_rank_[k] = r;
+    ops.clear();
+    int32_t same = -1;  // an operand of the result's shape (elementwise ops)
+    const bool ew = is_elementwise(n->op);
+    for (size_t j = 0; j < n->in.size(); ++j) {
+      const uint32_t ref = opref(k, j);
+      const int32_t slot = Graph::operand_slot(ref);
+      switch (Graph::operand_kind(ref)) {
+        case 1: ops.push_back({in_dims_[slot], static_cast<int32_t>(p_.slots[slot].shape.size())}); break;
+        case 3: ops.push_back({node_dims_[slot], node_rank_[slot]}); break;
+        default: ops.push_back({0, 0}); break;  // a scalar: no dims
+      }
+      if (ew && same < 0 && ops.back().rank == r && r > 0) {
+        bool eq = true;
+        for (int32_t d = 0; d < r && eq; ++d) eq = val_[ops.back().off + d] == n->shape[d];
+        if (eq) same = static_cast<int32_t>(j);
+      }
+    }
+    if (same >= 0) {
+      node_dims_[k] = ops[same].off;
+    } else {
+      node_dims_[k] = static_cast<int32_t>(val_.size());
+      for (int64_t d : n->shape) {
+        if (d == 0) return std::nullopt;  // nothing to gain from an empty tensor
+        add(d);
+      }
     }
     node_attrs_[k] = static_cast<int32_t>(val_.size());
     if (size_attrs_of(n->op) != SizeAttrs::kNone) {
       Attrs a = n->attrs.get();
       for_each_size_attr(n->op, a, [&](int64_t& v) { add(v); });
     }
-  }
-  // Join by each op's semantics.
-  std::vector<Operand> ops;
-  for (size_t k = 0; k < p_.instrs.size() && fail_.empty(); ++k) {
-    const Instr* n = &p_.instrs[k];
-    ops.clear();
-    for (size_t j = 0; j < n->in.size(); ++j) {
-      const uint32_t ref = opref(k, j);
-      const int32_t slot = Graph::operand_slot(ref);
-      switch (Graph::operand_kind(ref)) {
-        case 1: ops.push_back({in_dims_[slot], static_cast<int32_t>(p_.slots[slot].shape.size())}); break;
-        case 3: ops.push_back({node_dims_[slot], static_cast<int32_t>(p_.instrs[slot].shape.size())}); break;
-        default: ops.push_back({0, 0}); break;  // a scalar: no dims
-      }
+    node_nattrs_[k] = static_cast<int32_t>(val_.size()) - node_attrs_[k];
+    if (same >= 0) {
+      for (size_t j = 0; j < ops.size(); ++j)
+        if (static_cast<int32_t>(j) != same) join_aligned(node_dims_[k], r, ops[j]);
+    } else {
+      node_rule(k, ops);
     }
-    node_rule(k, ops);
   }
   if (!fail_.empty()) return give_up(fail_);
   // A class that is the product of two factor lists ([B, S] -> [B * S] -> [B, S]): lists of
@@ -492,7 +513,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         if (__builtin_mul_overflow(numel, std::max<int64_t>(sz, 1), &numel) || numel > (int64_t{1} << 60))
           return give_up("a stand-in shape too large");
       }
-      const int32_t na = (k + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
+      const int32_t na = node_nattrs_[k];
       for (int32_t j = 0; j < na; ++j) {
         out.node_size_attrs[k].push_back(s_of(node_attrs_[k] + j));
         touched[k] |= moved(node_attrs_[k] + j);
@@ -546,9 +567,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       if (moved(e) && !pinned[find(e)]) pin(find(e)), pinned_any = true;
     };
     const size_t k = static_cast<size_t>(bad);
-    const int32_t end_k = k + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne;
-    for (int32_t e = node_attrs_[k]; e < end_k; ++e) pin_elem(e);
-    for (int32_t e = node_dims_[k]; e < node_attrs_[k] && !pinned_any; ++e) pin_elem(e);
+    for (int32_t e = node_attrs_[k]; e < node_attrs_[k] + node_nattrs_[k]; ++e) pin_elem(e);
+    for (int32_t e = node_dims_[k]; e < node_dims_[k] + node_rank_[k] && !pinned_any; ++e) pin_elem(e);
     for (size_t j = 0; j < p_.instrs[k].in.size() && !pinned_any; ++j) {
       const uint32_t ref = opref(k, j);
       const int32_t slot = Graph::operand_slot(ref);
@@ -611,7 +631,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         if (static_cast<size_t>(k) != emitted++) return give_up("an unexpected graph order");
         for (size_t d = 0; d < n->shape.size(); ++d)
           if (n->shape[d] >= 2) stream.push_back(node_dims_[k] + static_cast<int32_t>(d));
-        const int32_t na = (static_cast<size_t>(k) + 1 < p_.instrs.size() ? node_dims_[k + 1] : ne) - node_attrs_[k];
+        const int32_t na = node_nattrs_[k];
         for (int32_t a = 0; a < na; ++a)
           if (val_[node_attrs_[k] + a] >= 2) stream.push_back(node_attrs_[k] + a);
         stack.pop_back();
