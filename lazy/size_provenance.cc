@@ -128,7 +128,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
   const int32_t out = node_dims_[k], r = static_cast<int32_t>(n->shape.size());
   const int32_t attrs = node_attrs_[k];
   const int32_t nattrs = node_nattrs_[k];
-  const OpCategory cat = op_info(n->op).category;
+  const OpCategory cat = op_category(n->op);
   switch (n->op) {
     case OpId::kMatmul: {
       const Operand a = ops[0], b = ops[1];
@@ -275,8 +275,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     return std::nullopt;
   };
   // Elements, in the graph's own numbering.
-  val_.reserve(3 * p_.slots.size());
-  parent_.reserve(3 * p_.slots.size());
+  val_.reserve(p_.slots.size());
+  parent_.reserve(p_.slots.size());
   in_dims_.resize(static_cast<size_t>(p_.num_inputs));
   in_strides_.resize(static_cast<size_t>(p_.num_inputs));
   for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
@@ -314,7 +314,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     node_rank_[k] = r;
     ops.clear();
     int32_t same = -1;  // an operand of the result's shape (elementwise ops)
-    const bool ew = is_elementwise(n->op);
+    const OpCategory cat = op_category(n->op);  // the constexpr table: no call per node
+    const bool ew = cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary;
     for (size_t j = 0; j < n->in.size(); ++j) {
       const uint32_t ref = opref(k, j);
       const int32_t slot = Graph::operand_slot(ref);
