@@ -1,7 +1,6 @@
 #include "lazy/size_provenance.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -68,7 +67,6 @@ class Provenance {
   }
   void node_rule(size_t k, absl::Span<const Operand> ops);
   void reshape_rule(int32_t in, int32_t in_rank, int32_t out, int32_t out_rank);
-  bool stand_ins();
   int64_t stand_in_of(int32_t cls, int depth);
 
   const Graph& g_;
