@@ -23,11 +23,12 @@
 //     causal, dropout 0), mse_loss, AdamW, batch 8, 114 timed steps. sizes:0 length 36;
 //     sizes:1 cycles through the lengths 8..64 (57 distinct, mean 36; the timed loop
 //     instantiates 52 of them on its first pass, then reuses them); 2, 3, 4 as for the MLP.
-//     Its plans (plans_all, sizes:1..5): AdamW's state (flushed on its first step), the step
-//     at length 8, and the step at any other length: the first length equals the batch (8),
-//     and a plan made where two sizes coincide cannot serve sizes that differ (SLOTH_LOG=plans
-//     says so); sizes:0 makes two. The first and later steps are one plan (roots are ordered by
-//     structure, lazy/root_order.h), which took a plan of their own before.
+//     Its plans (plans_all, every row but 3): AdamW's state (flushed on its first step) and the
+//     step. The first length equals the batch (8); no op forces the two equal, so the step's
+//     plan is made at stand-in sizes that keep them apart (lazy/size_provenance.h) and serves
+//     every later length (a plan made at the coincidence could not: that was a third plan).
+//     The first and later steps are one plan (roots are ordered by structure,
+//     lazy/root_order.h), which took a plan of their own before.
 // Comparing fairly. 4 vs 2 is the exact comparison: the same steps at the same sizes, only
 // the order differs (2: each at a warm fixed size; 4: the size changes every step, every size
 // already compiled). 0 vs 4 compares with the one fixed size the issue asks for: the mix has

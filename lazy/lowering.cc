@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -13,7 +14,9 @@
 
 namespace sloth::lazy {
 
-Plan lower(const Graph& g) {
+Plan lower(const Graph& g) { return lower(g, nullptr, nullptr); }
+
+Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
   Plan p;
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());
@@ -48,8 +51,10 @@ Plan lower(const Graph& g) {
   bool last_empty = true;  // last_attrs holds the empty attributes
   bool any_matmul = false;  // transpose_matmul_outputs has nothing to do without one
   // CSE runs here, each instruction checked as it is made (its data still in cache), not in
-  // a second walk over all of them.
-  CseTable cse(value_base + g.order.size(), g.order.size());
+  // a second walk over all of them; except where `resize` reads the plan first, which needs
+  // the instructions numbered as the graph (then CSE is its own pass after it).
+  std::optional<CseTable> cse;
+  if (resize == nullptr) cse.emplace(value_base + g.order.size(), g.order.size());
   // Shape numbering (Instr::shape_id): the previous node's shape is asked first (runs of one
   // shape are the rule), then a map of the shapes seen.
   p.shape_ids = true;
@@ -81,10 +86,14 @@ Plan lower(const Graph& g) {
       const uint32_t ref = g.operands[next_operand++];
       in.in.push_back(base_of[Graph::operand_kind(ref)] + Graph::operand_slot(ref));
     }
-    if (!cse.repeats(p.instrs.data(), in)) p.instrs.push_back(std::move(in));
+    if (!cse || !cse->repeats(p.instrs.data(), in)) p.instrs.push_back(std::move(in));
   }
   p.outputs.reserve(g.roots.size());
-  for (int32_t v : g.root_values) p.outputs.push_back(cse.alias(value_base + v));
+  for (int32_t v : g.root_values) p.outputs.push_back(cse ? cse->alias(value_base + v) : value_base + v);
+  if (resize != nullptr) {  // ---- dynamic shapes: stand-in sizes ----
+    resize(p, ctx);  // clears p.shape_ids if it rewrites sizes
+    eliminate_common_subexpressions(p);
+  }
   if (any_matmul) transpose_matmul_outputs(p);
   return p;
 }

@@ -16,6 +16,9 @@
   /* a cached plan mapped to new sizes (lazy/plan_instance.h): no lowering or fusion, only    \
      the backend's compile; repeated sizes reuse it (plan_cache_hits counts those hits too) */ \
   X(int64_t, plan_instantiations, "plan instantiations")                                      \
+  /* misses planned at stand-in sizes: sizes coincided where no op forces them equal          \
+     (lazy/size_provenance.h) */                                                              \
+  X(int64_t, plans_generalized, "plans generalized")                                          \
   X(int64_t, kernels_launched, "kernels")                                                     \
   /* CPU: steps run row block by row block with the steps around them (row groups), so        \
      intermediates stay in cache */                                                           \

@@ -22,6 +22,7 @@
 #include "lazy/profiler.h"
 #include "lazy/root_order.h"
 #include "lazy/size_key.h"
+#include "lazy/size_provenance.h"
 #include "lazy/tensor_impl.h"
 
 namespace sloth::lazy {
@@ -294,24 +295,67 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   } else {
     ++counters().plan_cache_misses;
     auto fresh = std::make_unique<CachedPlan>();
-    auto plan = std::make_shared<Plan>(lower(g));
+    // Sizes that coincide here but that no op forces equal (a batch of 8 and a sequence of
+    // 8) are kept apart: the plan is made at stand-in sizes (lazy/size_provenance.h), cached
+    // with them so that later graphs of this structure specialize it, and mapped back to this
+    // graph's sizes to run now. A plan made at the coincidence could not serve the others.
+    struct General {
+      const Graph* g;
+      std::string why;
+      bool log;
+      std::optional<StandInSizes> stand;
+    } general{&g, {}, log_enabled("plans"), std::nullopt};
+    auto plan = std::make_shared<Plan>(lower(
+        g,
+        [](Plan& p, void* c) {
+          auto& x = *static_cast<General*>(c);
+          x.stand = generalize_sizes(*x.g, p, x.log ? &x.why : nullptr);
+          if (x.stand) x.stand->apply(p);
+        },
+        &general));
+    std::optional<StandInSizes>& stand = general.stand;
+    const bool log = general.log;
+    std::string& general_why = general.why;
     plan_kernels(*plan, fusion_enabled());
+    std::optional<Plan> real;  // the stand-in plan at this graph's sizes
+    if (stand) {
+      real = instantiate_plan(*plan, stand->sizes, stand->real, g);
+      if (!real) {
+        general_why = "sizes coincide, but the stand-in plan did not map back to them: planned for these sizes";
+        stand.reset();
+        plan = std::make_shared<Plan>(lower(g));
+        plan_kernels(*plan, fusion_enabled());
+      }
+    }
     const uint64_t seq = next_plan_seq++;
     pending_miss = PendingMiss{plan, device.type, g.struct_key, seq};
     counters().last_miss_reason.clear();
-    if (log_enabled("plans")) {
+    if (stand) ++counters().plans_generalized;
+    if (log) {
       explain_last_miss();
-      std::fprintf(stderr, "[sloth] new plan (plan cache miss): %s\n%s",
-                   counters().last_miss_reason.c_str(), plan->describe().c_str());
+      std::string general;
+      if (stand)
+        general = absl::StrFormat(
+            "[sloth] general plan: sizes that coincide here are not forced equal by the ops, so "
+            "it is made at stand-in sizes (%s) and serves graphs where they differ\n",
+            stand->summary);
+      else if (!general_why.empty())
+        general = "[sloth] " + general_why + "\n";
+      std::fprintf(stderr, "[sloth] new plan (plan cache miss): %s\n%s%s",
+                   counters().last_miss_reason.c_str(), general.c_str(),
+                   (real ? real->describe() : plan->describe()).c_str());
     }
     if (settings().dump_ir) std::fprintf(stderr, "[sloth] IR of a new graph:\n%s", dump_text(roots).c_str());
     fresh->fallible = plan_is_fallible(*plan);
     fresh->seq = seq;
     fresh->struct_key = g.struct_key;
-    fresh->sizes = g.sizes;
-    fresh->size_ids = g.size_ids;
+    fresh->sizes = stand ? std::move(stand->sizes) : g.sizes;
+    fresh->size_ids = stand ? std::move(stand->size_ids) : g.size_ids;
     fresh->plan = plan;
-    fresh->base = backend->compile_shared(std::move(plan));
+    // The backend compiles at this graph's sizes (nothing is sized at stand-ins); instances
+    // for other sizes are made from it as from any base.
+    fresh->base = backend->compile_shared(real ? std::make_shared<const Plan>(std::move(*real))
+                                               : std::shared_ptr<const Plan>(plan));
     exe = add_instance(*fresh, g, fresh->base);
     cp = fresh.get();
     // The most general plans first: a plan whose sizes are all distinct serves every size.

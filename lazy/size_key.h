@@ -13,7 +13,10 @@
 // batch of 128 with a hidden size of 128): lowering and fusion decide only by shape
 // equality, so the plan of the more general sizes is a valid plan for the specialized ones,
 // mapped by lazy/plan_instance.h. The other way round (a plan made where two sizes
-// coincided, a graph where they differ) is a new plan: never a wrong hit.
+// coincided, a graph where they differ) is a new plan: never a wrong hit. So that a first
+// graph whose sizes coincide by chance does not make such a plan, a miss follows each size's
+// provenance through the ops and plans such a graph at stand-in sizes that keep apart what
+// no op forces equal (lazy/size_provenance.h); only coincidences it cannot split remain.
 //
 // Input strides hash as "contiguous from here" (stride = product of the later sizes), as a
 // tag for a size-1 dim (whose stride addresses nothing), or else as a size: so contiguity, a
