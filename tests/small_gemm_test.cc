@@ -26,8 +26,9 @@ void check(const Case& cs, bool ta, bool tb, int64_t pad) {
   std::vector<float> a(arows * lda), b(brows * ldb), c(m * n, 123.f);
   for (float& x : a) x = u(gen);
   for (float& x : b) x = u(gen);
-  ASSERT_TRUE(small_sgemm_takes(m, n, k) || !__builtin_cpu_supports("avx512f"));
-  if (!small_sgemm_takes(m, n, k)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  // Every shape is checked, including those matmul.cc leaves to OpenBLAS.
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "no AVX-512 on this CPU";
   small_sgemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data());
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -59,14 +60,18 @@ TEST(SmallGemm, MatchesFloat64ReferenceForEveryTransposeAndSize) {
         for (int64_t pad : {0, 3}) check(cs, ta, tb, pad);
 }
 
-TEST(SmallGemm, LeavesLargeAndRaggedProductsToTheBlas) {
-  EXPECT_FALSE(small_sgemm_takes(64, 64, 64));    // 64^3: OpenBLAS packs profitably
-  EXPECT_FALSE(small_sgemm_takes(128, 256, 784));
-  EXPECT_FALSE(small_sgemm_takes(17, 33, 29));    // a 1-row last block wastes 15/16 of it
+TEST(SmallGemm, TakesOnlyTheShapesMeasuredFaster) {
+  EXPECT_FALSE(small_sgemm_takes(false, true, 64, 64, 64));  // 64^3: OpenBLAS packs profitably
+  EXPECT_FALSE(small_sgemm_takes(false, true, 128, 256, 784));
+  EXPECT_FALSE(small_sgemm_takes(false, true, 17, 33, 29));  // a 1-row last block
+  EXPECT_FALSE(small_sgemm_takes(false, false, 16, 64, 64));  // OpenBLAS's nn is faster
+  EXPECT_FALSE(small_sgemm_takes(true, false, 64, 64, 16));   // and its nt
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
-    EXPECT_TRUE(small_sgemm_takes(16, 64, 64));
-    EXPECT_TRUE(small_sgemm_takes(17, 1, 29));     // a GEMV
-    EXPECT_TRUE(small_sgemm_takes(24, 40, 50));
+    EXPECT_TRUE(small_sgemm_takes(false, true, 16, 64, 64));  // a Linear's forward
+    EXPECT_TRUE(small_sgemm_takes(false, false, 17, 1, 29));  // a GEMV
+    EXPECT_TRUE(small_sgemm_takes(true, true, 1, 64, 16));    // a GEMV
+    EXPECT_FALSE(small_sgemm_takes(false, true, 24, 40, 50));
+    EXPECT_TRUE(small_sgemm_takes(false, true, 128, 10, 128));
   }
 }
 

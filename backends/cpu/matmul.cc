@@ -42,7 +42,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
           const T* b, int64_t ldb, T* c) {
   if constexpr (std::is_same_v<T, float>) {
     // Small products skip OpenBLAS (small_gemm.h; SLOTH_SMALL_GEMM=0 turns this off).
-    if (settings().small_gemm && small_sgemm_takes(m, n, k)) {
+    if (settings().small_gemm && small_sgemm_takes(ta, tb, m, n, k)) {
       small_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c);
       return;
     }

@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kSmallWork = 64 * 64 * 64;
 
 // In-register 16x16 transpose: lane j of r[i] moves to lane i of r[j].
-SLOTH_AVX512 inline void transpose16(__m512 r[16]) {
+SLOTH_AVX512 inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -46,7 +46,7 @@ inline __mmask16 first(int64_t w) {
 // row block (stride ldat, `mi` masks rows past m); B(p, j) is b[j * sbj + p * sbp]. The 16
 // accumulators are transposed in registers and stored as rows of C (jr columns, iw rows).
 // One vector load and 16 broadcast-FMAs per p: no packing of B in either layout.
-SLOTH_AVX512 void tile16(const float* at, int64_t ldat, __mmask16 mi, const float* b,
+SLOTH_AVX512 inline __attribute__((always_inline)) void tile16(const float* at, int64_t ldat, __mmask16 mi, const float* b,
                          int64_t sbj, int64_t sbp, int64_t k, int jr, float* c, int64_t ldc,
                          int iw) {
   __m512 acc[16];
@@ -144,12 +144,16 @@ SLOTH_AVX512 void row_times_b(int64_t n, int64_t k, const float* a, int64_t sa, 
 
 }  // namespace
 
-bool small_sgemm_takes(int64_t m, int64_t n, int64_t k) {
+bool small_sgemm_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
   static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   if (!avx512 || m * n * k >= kSmallWork) return false;
-  // Row blocks of 16 with a short last block (17..23 rows, 33..39, ...) waste most of one
-  // block's work: OpenBLAS was faster there unless a single row or column makes it a GEMV.
-  return m <= 16 || n == 1 || m % 16 == 0 || m % 16 >= 8;
+  // One row or column: a GEMV, which OpenBLAS's GEMM entry does not special-case.
+  if ((n == 1 && !ta) || (m == 1 && tb)) return true;
+  // x @ W^T (A row-major, B stored n x k: a Linear's forward): OpenBLAS's small "tn" kernel
+  // was 1.2-1.6x slower. Its "nn" and "nt" kernels (a Linear's input and weight gradients)
+  // beat this kernel, so those stay with OpenBLAS; so do row counts that leave a partial
+  // block of 16 after full ones (24 x 40 x 50 was 1.25x slower here).
+  return tb && !ta && (m <= 16 || m % 16 == 0);
 }
 
 void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
