@@ -30,7 +30,7 @@ Settings from_env() {
   s.row_groups = env_on_unless_0("SLOTH_ROW_GROUPS");
   if (const char* v = env("SLOTH_NUM_THREADS"); v && std::atoi(v) > 0) s.num_threads = std::atoi(v);
   if (const char* v = env("SLOTH_POOL_SPIN_US"); v && *v) s.pool_spin_us = std::max<int64_t>(0, std::atoll(v));
-  if (const char* v = env("SLOTH_SMALL_GEMM")) s.small_gemm = v[0] == '1';
+  s.small_gemm = env_on_unless_0("SLOTH_SMALL_GEMM");
   if (const char* v = env("SLOTH_BLAS_CORE"); v && std::strcmp(v, "env") == 0)
     s.blas_core = Settings::BlasCore::kEnv;
   if (const char* v = env("SLOTH_TILE")) {

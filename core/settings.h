@@ -33,9 +33,9 @@ struct Settings {
   // SLOTH_POOL_SPIN_US=n: how long an idle CPU worker polls for the next kernel before it
   // sleeps (and the submitting thread for the last chunks), in microseconds.
   int64_t pool_spin_us = 100;
-  // SLOTH_SMALL_GEMM=1: small float matmuls use the built-in kernel instead of OpenBLAS
-  // (off by default: slower in the measurements so far; kept for measuring).
-  bool small_gemm = false;
+  // SLOTH_SMALL_GEMM=0: small float matmuls go to OpenBLAS too (by default they use the
+  // built-in AVX-512 kernel, backends/cpu/small_gemm.h, where measured faster).
+  bool small_gemm = true;
   // SLOTH_BLAS_CORE=auto|env: which OpenBLAS kernels GEMMs run. auto (default): where the CPU
   // has AVX-512 but OPENBLAS_CORETYPE forces a narrower core, OpenBLAS re-detects its core
   // before the first GEMM (backends/cpu/blas_core.h); env: keep OpenBLAS's own choice.

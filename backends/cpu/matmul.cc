@@ -4,7 +4,6 @@
 // layouts are copied. When the right operand has no batch dims and the left one's batch and
 // row dims collapse to one stride, the whole batch is one GEMM.
 #include <cblas.h>
-#include <immintrin.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +12,7 @@
 
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/small_gemm.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/blas_layout.h"
@@ -21,84 +21,6 @@
 
 namespace sloth::cpu {
 namespace {
-
-// Small float GEMMs (m*n*k below kSmallGemm) can skip OpenBLAS's per-call setup (argument
-// checks, buffer and thread bookkeeping, packing), only with SLOTH_SMALL_GEMM=1 (see gemm()):
-// a 4x16 register-blocked AVX2/FMA kernel over row-major A (m x k, packed when transposed)
-// and B (k x n, packed into 16-column panels when transposed or ragged) does the work.
-constexpr int64_t kSmallGemm = 64 * 64 * 64;
-constexpr int kNR = 16;
-
-// C[MR x 16] = A[MR x k] * Bp[k x 16]; only the first `nv` columns are stored.
-template <int MR>
-inline void micro_4x16(const float* a, int64_t lda, const float* bp, int64_t ldb, float* c,
-                       int64_t ldc, int64_t k, int nv) {
-  __m256 c0[MR], c1[MR];
-  for (int r = 0; r < MR; ++r) c0[r] = c1[r] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < k; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(bp + p * ldb), b1 = _mm256_loadu_ps(bp + p * ldb + 8);
-    for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
-      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    if (nv == kNR) {
-      _mm256_storeu_ps(c + r * ldc, c0[r]);
-      _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
-    } else {
-      alignas(32) float tmp[kNR];
-      _mm256_store_ps(tmp, c0[r]);
-      _mm256_store_ps(tmp + 8, c1[r]);
-      for (int j = 0; j < nv; ++j) c[r * ldc + j] = tmp[j];
-    }
-  }
-}
-
-void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float* c) {
-  thread_local std::vector<float> pa, pb;
-  if (ta) {  // A is stored k x m: pack it row-major m x k
-    pa.resize(m * k);
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t i = 0; i < m; ++i) pa[i * k + p] = a[p * lda + i];
-    a = pa.data();
-    lda = k;
-  }
-  const int64_t np = (n + kNR - 1) / kNR;
-  // B panels: for panel q, rows p hold columns q*16 .. q*16+15 (zero-padded) at bp + q*k*16.
-  const bool pack_b = tb || n % kNR != 0;
-  if (pack_b) {
-    pb.resize(np * k * kNR);
-    for (int64_t q = 0; q < np; ++q) {
-      float* dst = pb.data() + q * k * kNR;
-      const int64_t j0 = q * kNR, nv = std::min<int64_t>(kNR, n - j0);
-      for (int64_t p = 0; p < k; ++p) {
-        float* row = dst + p * kNR;
-        if (tb)
-          for (int64_t j = 0; j < nv; ++j) row[j] = b[(j0 + j) * ldb + p];
-        else
-          for (int64_t j = 0; j < nv; ++j) row[j] = b[p * ldb + j0 + j];
-        for (int64_t j = nv; j < kNR; ++j) row[j] = 0.f;
-      }
-    }
-  }
-  for (int64_t q = 0; q < np; ++q) {
-    const int64_t j0 = q * kNR;
-    const int nv = static_cast<int>(std::min<int64_t>(kNR, n - j0));
-    const float* bp = pack_b ? pb.data() + q * k * kNR : b + j0;
-    const int64_t ldbp = pack_b ? kNR : ldb;
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) micro_4x16<4>(a + i * lda, lda, bp, ldbp, c + i * n + j0, n, k, nv);
-    switch (m - i) {
-      case 3: micro_4x16<3>(a + i * lda, lda, bp, ldbp, c + i * n + j0, n, k, nv); break;
-      case 2: micro_4x16<2>(a + i * lda, lda, bp, ldbp, c + i * n + j0, n, k, nv); break;
-      case 1: micro_4x16<1>(a + i * lda, lda, bp, ldbp, c + i * n + j0, n, k, nv); break;
-      default: break;
-    }
-  }
-}
 
 template <typename T>
 void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
@@ -118,16 +40,15 @@ constexpr int64_t kSplitGemm = int64_t{1} << 20;
 template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c) {
-  ensure_blas_core();
-  blas_single_threaded();
   if constexpr (std::is_same_v<T, float>) {
-    // Off by default (SLOTH_SMALL_GEMM, core/settings.h): OpenBLAS was still faster on the
-    // shapes tried, so this kernel is kept only for measuring.
-    if (settings().small_gemm && m * n * k < kSmallGemm) {
+    // Small products skip OpenBLAS (small_gemm.h; SLOTH_SMALL_GEMM=0 turns this off).
+    if (settings().small_gemm && small_sgemm_takes(ta, tb, m, n, k)) {
       small_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c);
       return;
     }
   }
+  ensure_blas_core();
+  blas_single_threaded();
   const int nt = num_threads();
   if (nt <= 1 || m * n * k < kSplitGemm) {
     gemm_one<T>(ta, tb, m, n, k, a, lda, b, ldb, c, n);
