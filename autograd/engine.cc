@@ -28,14 +28,17 @@ class AccumulateGrad final : public GradFn {
     TensorImplPtr g = grads.empty() ? nullptr : grads[0];
     if (!g) return {};
     AutogradMeta& m = ensure_meta(*leaf_);
-    for (auto& h : m.leaf_hooks) {
-      TensorImplPtr r = h(g);
-      if (r) g = r;
-    }
+    if (m.extras)
+      for (auto& h : m.extras->leaf_hooks) {
+        TensorImplPtr r = h(g);
+        if (r) g = r;
+      }
     if (!accumulate_with_graph) g = grad_math().detach(g);
     m.grad = m.grad ? grad_math().add(m.grad, g) : g;
     // By index: a hook may touch the leaf's meta (set_grad), not its hook list.
-    for (size_t i = 0; i < m.post_accumulate_hooks.size(); ++i) m.post_accumulate_hooks[i](leaf_);
+    if (m.extras)
+      for (size_t i = 0; i < m.extras->post_accumulate_hooks.size(); ++i)
+        m.extras->post_accumulate_hooks[i](leaf_);
     return {};
   }
   const TensorImplPtr& leaf() const { return leaf_; }
@@ -191,17 +194,19 @@ std::vector<TensorImplPtr> run_backward(const std::vector<TensorImplPtr>& roots,
     std::vector<TensorImplPtr> grads = std::move(buffers[f]);
     buffers.erase(f);
     grads.resize(std::max<size_t>(grads.size(), f->outputs.size()));
-    for (auto& [nr, hook] : f->pre_hooks)
-      if (grads[nr]) {
-        TensorImplPtr r = hook(grads[nr]);
-        if (r) grads[nr] = r;
-      }
-    for (auto& [nr, t] : f->retained)
-      if (grads[nr]) {
-        AutogradMeta& m = ensure_meta(*t);
-        TensorImplPtr g = create_graph ? grads[nr] : grad_math().detach(grads[nr]);
-        m.grad = m.grad ? grad_math().add(m.grad, g) : g;
-      }
+    if (f->extras) {
+      for (auto& [nr, hook] : f->extras->pre_hooks)
+        if (grads[nr]) {
+          TensorImplPtr r = hook(grads[nr]);
+          if (r) grads[nr] = r;
+        }
+      for (auto& [nr, t] : f->extras->retained)
+        if (grads[nr]) {
+          AutogradMeta& m = ensure_meta(*t);
+          TensorImplPtr g = create_graph ? grads[nr] : grad_math().detach(grads[nr]);
+          m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+        }
+    }
     bool is_target = false;
     for (size_t i = 0; i < targets.size(); ++i)
       if (targets[i].fn.get() == f) {

@@ -59,7 +59,7 @@ void GradFn::release() {
     GradFn* f = pending->back();
     pending->pop_back();
     f->next.clear();
-    f->extra_checks.clear();
+    f->extras.reset();
     delete f;
   }
   draining = false;
@@ -112,11 +112,12 @@ void SavedVariable::save(const TensorImplPtr& t, bool check) {
   leaf.reset();
   if (!wrapped && !t->is_view() && (m == nullptr || !m->grad_fn)) {
     AutogradMeta& lm = ensure_meta(*t);
-    if (!lm.cell) {
-      lm.cell = Ref<LeafCell>(new LeafCell());
-      lm.cell->tensor = t.get();
+    AutogradMetaExtras& x = lm.extras_mut();
+    if (!x.cell) {
+      x.cell = Ref<LeafCell>(new LeafCell());
+      x.cell->tensor = t.get();
     }
-    leaf = lm.cell;
+    leaf = x.cell;
   }
 }
 
@@ -165,7 +166,8 @@ void SavedVariable::check(const GradFn* producer, int output_nr) const {
 }
 
 void GradFn::check_versions() const {
-  for (const auto& c : extra_checks)
+  if (!extras) return;
+  for (const auto& c : extras->extra_checks)
     c.saved.check(c.own_output ? this : c.producer.fn.get(), c.own_output ? 0 : c.producer.input_nr);
 }
 
@@ -199,14 +201,14 @@ const GradMath& grad_math() { return math_slot(); }
 // be run again). Values sloth's formula reads that PyTorch does not save (wrapped numbers) are
 // kept, so such a node still runs.
 void OpBackward::release_saved() {
-  bool had = !extra_checks.empty() || result_.checked;
+  bool had = (extras && !extras->extra_checks.empty()) || result_.checked;
   for (auto& s : saved_)
     if (s.checked) {
       had = true;
       s = {};
     }
   if (result_.checked) result_ = {};
-  extra_checks.clear();
+  if (extras) extras->extra_checks.clear();
   released_ = released_ || had;
 }
 
@@ -236,7 +238,8 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
   for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].fn != nullptr;
   Formula f = formula(op_);
   if (f == nullptr) fail("%s: the op %s has no derivative formula", n, op_name(op_));
-  FormulaArgs args{op_, attrs_, inputs, input_info_, grads[0], outputs[0], needs, result};
+  static const Attrs kNoAttrs;
+  FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, input_info_, grads[0], outputs[0], needs, result};
   out = f(args);
   out.resize(next.size());
   for (size_t i = 0; i < out.size(); ++i) {

@@ -95,6 +95,18 @@ struct SavedCheck {
   bool own_output = false;
 };
 
+// What few backward nodes carry (tensor hooks, retain_grad, a composite op's saved set): kept
+// out of line so the node recorded per op stays small (with 1e5 live results, the bytes each
+// op's node touches are its recording cost).
+struct GradFnExtras {
+  // Tensor hooks registered on the outputs of this node (by output_nr); they run before
+  // apply and may replace the gradient.
+  std::vector<std::pair<int, Hook>> pre_hooks;
+  // Non-leaf tensors that asked retain_grad(): their .grad is set from the incoming gradient.
+  std::vector<std::pair<int, lazy::TensorImpl*>> retained;
+  std::vector<SavedCheck> extra_checks;
+};
+
 class GradFn : public RefCounted {
  public:
   // One gradient per output (null = zero) -> one gradient per edge (null = none).
@@ -110,13 +122,13 @@ class GradFn : public RefCounted {
 
   absl::InlinedVector<Edge, 3> next;
   absl::InlinedVector<OutputInfo, 1> outputs;
-  // Tensor hooks registered on the outputs of this node (by output_nr); they run before
-  // apply and may replace the gradient.
-  std::vector<std::pair<int, Hook>> pre_hooks;
-  // Non-leaf tensors that asked retain_grad(): their .grad is set from the incoming gradient.
-  std::vector<std::pair<int, lazy::TensorImpl*>> retained;
   uint64_t sequence_nr = 0;
-  std::vector<SavedCheck> extra_checks;  // empty for almost every node
+  // Null for almost every node; extras_mut() makes it.
+  std::unique_ptr<GradFnExtras> extras;
+  GradFnExtras& extras_mut() {
+    if (!extras) extras = std::make_unique<GradFnExtras>();
+    return *extras;
+  }
 
  protected:
   GradFn();
@@ -130,28 +142,40 @@ struct LeafCell final : RefCounted {
   lazy::TensorImpl* tensor = nullptr;
 };
 
-// Per-tensor autograd state, hung on lazy::TensorImpl::autograd.
-struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
-  bool requires_grad = false;
-  GradFnPtr grad_fn;    // null for leaves
-  int output_nr = 0;
-  TensorImplPtr grad;     // leaves (and retain_grad non-leaves)
+// What few tensors' autograd state carries (leaf hooks, the cell of a saved leaf): out of
+// line, so the state every recorded result gets fits one cache line.
+struct AutogradMetaExtras {
   std::vector<Hook> leaf_hooks;  // hooks of a leaf, run before accumulation
   // ---- distributed ---- hooks of a leaf, run after each accumulation into .grad, with the
   // leaf (PyTorch's register_post_accumulate_grad_hook; DistributedDataParallel's buckets).
   std::vector<std::function<void(const TensorImplPtr&)>> post_accumulate_hooks;
-  bool retains_grad = false;
+  Ref<LeafCell> cell;         // handed to SavedVariables that saved this tensor as a leaf
+  ~AutogradMetaExtras() {
+    if (cell) cell->tensor = nullptr;
+  }
+};
+
+// Per-tensor autograd state, hung on lazy::TensorImpl::autograd. 64 bytes (one line from the
+// 64-byte-aligned pool): every result recorded with grad gets one.
+struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
+  GradFnPtr grad_fn;    // null for leaves
+  TensorImplPtr grad;     // leaves (and retain_grad non-leaves)
   GradFn* accumulator = nullptr;  // leaves: their AccumulateGrad while one is alive
   int64_t view_version = -1;  // views: group version their grad_fn was made for
-  bool frozen_view = false;   // made without grad (no_grad, non-differentiable): never regenerated
+  std::unique_ptr<AutogradMetaExtras> extras;  // null for almost every tensor
+  int output_nr = 0;
   // An output of split/chunk (or a view of one) made with grad: PyTorch's MULTI_OUTPUT_NODE
-  // views may not be written in place, nor used once their base was written.
+  // views may not be written in place, nor used once their base was written. Which output of
+  // split/chunk; -1: not such a view.
   int multi_output = -1;
+  bool requires_grad = false;
+  bool retains_grad = false;
+  bool frozen_view = false;   // made without grad (no_grad, non-differentiable): never regenerated
   bool non_differentiable = false;  // a custom function's mark_non_differentiable output
-  Ref<LeafCell> cell;         // handed to SavedVariables that saved this tensor as a leaf
-  ~AutogradMeta() override {
-    if (cell) cell->tensor = nullptr;
-  }      // which output of split/chunk; -1: not such a view
+  AutogradMetaExtras& extras_mut() {
+    if (!extras) extras = std::make_unique<AutogradMetaExtras>();
+    return *extras;
+  }
 };
 
 AutogradMeta* meta(const TensorImpl& t);     // null if the tensor never had autograd state
@@ -183,7 +207,10 @@ std::string backward_name(OpId op);
 
 class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
-  OpBackward(OpId op, Attrs attrs) : op_(op), name_op_(op), attrs_(std::move(attrs)) {}
+  // attrs are kept only when the op has some (most recorded ops have none: no 168-byte copy).
+  OpBackward(OpId op, const Attrs& attrs) : op_(op), name_op_(op) {
+    if (!attrs.is_default()) attrs_ = std::make_unique<Attrs>(attrs);
+  }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;
   std::string name() const override { return backward_name(name_op_); }
   void release_saved() override;
@@ -192,15 +219,16 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   // A composite op whose result this node made names it (LogSoftmaxBackward0, not SubBackward0).
   void set_name_op(OpId op) { name_op_ = op; }
 
-  absl::InlinedVector<SavedVariable, 3> saved_;  // one per input; empty where no value is needed
-  absl::InlinedVector<OutputInfo, 3> input_info_;
+  // Inline room for two inputs (most ops have one or two; more spill to the heap).
+  absl::InlinedVector<SavedVariable, 2> saved_;  // one per input; empty where no value is needed
+  absl::InlinedVector<OutputInfo, 2> input_info_;
   SavedVariable result_;                         // the output, where the formula or PyTorch keeps it
 
  private:
   OpId op_;
   OpId name_op_;
-  Attrs attrs_;
   bool released_ = false;
+  std::unique_ptr<Attrs> attrs_;  // null: default attrs
 };
 
 // The math the engine needs from the face (it never includes the face).

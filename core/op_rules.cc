@@ -149,6 +149,23 @@ absl::Status broadcast_all(OpId op, Metas in, Shape* out) {
 }
 
 absl::Status rule_binary_arith(OpId op, Metas in, Attrs&, OutputMeta* out) {
+  // Fast path (every user of this rule is a two-operand op): `x * 2.0` (a floating tensor
+  // and a wrapped number: the tensor's shape and dtype) and `x + y` of one shape and non-bool
+  // dtype need neither broadcasting nor the promotion tiers, and agree with them.
+  if (in.size() == 2) {
+    const TensorMeta& a = in[0];
+    const TensorMeta& b = in[1];
+    const TensorMeta* t = b.wrapped_number ? (a.wrapped_number ? nullptr : &a)
+                                           : (a.wrapped_number ? &b : nullptr);
+    if ((t != nullptr && is_floating(t->dtype)) ||
+        (t == nullptr && !a.wrapped_number && a.dtype == b.dtype && a.dtype != DType::kBool &&
+         *a.shape == *b.shape)) {
+      if (t == nullptr) t = &a;
+      out->shape = *t->shape;
+      out->dtype = t->dtype;
+      return absl::OkStatus();
+    }
+  }
   SLOTH_RETURN_IF_ERROR(check_arity(op, in));
   SLOTH_RETURN_IF_ERROR(broadcast_all(op, in, &out->shape));
   out->dtype = result_type(in);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <utility>
 
@@ -29,6 +30,17 @@ class RefCounted {
   void dec() const {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) const_cast<RefCounted*>(this)->release();
   }
+  // Drops the caller's reference when it is the only one, with a plain load and store instead
+  // of a locked decrement (which also waits for all of this thread's pending stores: with many
+  // live objects, misses). Sound only where no holder-less path can take a new reference
+  // (a registry that turns raw pointers into references): types opt in (see Ref::~Ref).
+  // Returns false, having done nothing, when there are other holders.
+  bool drop_if_sole() const {
+    if (refs_.load(std::memory_order_acquire) != 1) return false;
+    refs_.store(0, std::memory_order_relaxed);
+    const_cast<RefCounted*>(this)->release();
+    return true;
+  }
   mutable std::atomic<int64_t> refs_{0};
 };
 
@@ -41,6 +53,8 @@ class Ref {
   Ref(const Ref& o) : p_(o.p_) { if (p_) p_->inc(); }
   Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   template <typename U> Ref(const Ref<U>& o) : p_(o.get()) { if (p_) p_->inc(); }
+  // Converting move: the reference changes hands, no increment and decrement pair.
+  template <typename U> Ref(Ref<U>&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   // Takes the first reference to `p`, which must be unreferenced and not yet visible to any
   // other thread (fresh from new or from a free list). Saves a locked increment per object
   // made on the trace path.
@@ -60,7 +74,15 @@ class Ref {
     r.p_ = p;
     return r;
   }
-  ~Ref() { if (p_) p_->dec(); }
+  // A type with `static bool sole_release_ok(const T*)` lets the last holder drop its
+  // reference without a locked instruction where that returns true (RefCounted::drop_if_sole).
+  ~Ref() {
+    if (p_ == nullptr) return;
+    if constexpr (requires(const T* q) { { T::sole_release_ok(q) } -> std::convertible_to<bool>; }) {
+      if (T::sole_release_ok(p_) && p_->drop_if_sole()) return;
+    }
+    p_->dec();
+  }
   Ref& operator=(Ref o) noexcept { std::swap(p_, o.p_); return *this; }
   T* get() const { return p_; }
   T* operator->() const { return p_; }
@@ -72,6 +94,7 @@ class Ref {
   friend bool operator==(const Ref& a, std::nullptr_t) { return a.p_ == nullptr; }
 
  private:
+  template <typename U> friend class Ref;
   T* p_ = nullptr;
 };
 

@@ -36,6 +36,11 @@ class AliasGroup final : public RefCounted {
   static Ref<AliasGroup> make(NodePtr value, Device device, bool live = true);
   ~AliasGroup() override;
 
+  // An unlisted group (a wrapped number's) is reachable only through references, so its last
+  // holder may drop it without a locked decrement; a listed one is not (the registry turns
+  // its raw pointers into references: see Ref::~Ref).
+  static bool sole_release_ok(const AliasGroup* g) { return !g->listed; }
+
   NodePtr value;         // the base's current value
   Device device;
   int64_t version = 0;   // bumps on every write through any alias
@@ -78,6 +83,10 @@ class TensorImpl final : public RefCounted {
 
   bool is_view() const { return view_base != nullptr; }
   bool pending() const { return !group->value->materialized(); }
+
+  // Tensors are reachable only through references (LeafCell's raw pointer is cleared when
+  // the tensor dies), so the last holder drops one without a locked decrement (Ref::~Ref).
+  static bool sole_release_ok(const TensorImpl*) { return true; }
 
   // Field order is for locality: making a base tensor writes the fields up to cached_
   // (two cache lines); the view chain (two inline steps with attrs, ~400 bytes) comes last.

@@ -73,24 +73,35 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   for (const auto& t : in) plain &= t.impl()->autograd == nullptr && t.impl()->view_base == nullptr;
   if (plain) return;
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
-  if (!is_floating(result.dtype()) || !any_requires_grad(in)) return;
+  TensorImpl& ri = *result.impl();
+  if (!is_floating(ri.dtype) || !any_requires_grad(in)) return;
   // Held as the meta's pointer type from the start, so handing it over is a move (a
   // converting copy would be a locked increment and decrement, each waiting for the node's
   // fresh stores).
   autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
-  if (in.size() > 3) {  // both hold three inline
+  if (in.size() > 2) {  // both hold two inline
     fn->next.reserve(in.size());
     fn->input_info_.reserve(in.size());
   }
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
-    const TensorImplPtr& ti = t.impl();
-    bool differentiable = is_floating(ti->dtype) && autograd::requires_grad(*ti);
-    fn->next.push_back(differentiable ? internal::gradient_edge_of(t) : autograd::Edge{});
-    if (differentiable && i < 32) needs |= 1u << i;
-    fn->input_info_.push_back({ti->shape, ti->dtype, ti->group->device});
+    const TensorImpl& ti = *t.impl();
+    // A wrapped number (x * 2.0) never requires grad: no meta to look at.
+    const bool differentiable =
+        !ti.wrapped_number && is_floating(ti.dtype) && autograd::requires_grad(ti);
+    if (differentiable) {
+      fn->next.push_back(internal::gradient_edge_of(t));
+      if (i < 32) needs |= 1u << i;
+    } else {
+      fn->next.emplace_back();
+    }
+    // Filled in place: a pushed temporary would copy its inline shape twice.
+    autograd::OutputInfo& info = fn->input_info_.emplace_back();
+    info.shape.assign(ti.shape.begin(), ti.shape.end());
+    info.dtype = ti.dtype;
+    info.device = ti.group->device;
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
   // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
@@ -100,8 +111,11 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   if (plan.result_value || plan.result_check) {
     fn->result_.save(result.impl(), plan.result_check);
   }
-  fn->outputs.push_back({result.shape(), result.dtype(), result.device()});
-  auto& m = autograd::ensure_meta(*result.impl());
+  autograd::OutputInfo& out = fn->outputs.emplace_back();
+  out.shape.assign(ri.shape.begin(), ri.shape.end());
+  out.dtype = ri.dtype;
+  out.device = ri.group->device;
+  auto& m = autograd::ensure_meta(ri);
   m.grad_fn = std::move(owner);
   m.output_nr = 0;
   m.requires_grad = true;

@@ -107,13 +107,13 @@ void add_composite_checks(OpId op, const Attrs& attrs, absl::Span<const Tensor> 
     autograd::SavedCheck c;
     c.saved.save(in[i].impl(), true);
     c.producer = gradient_edge_of(in[i]);
-    fn.extra_checks.push_back(std::move(c));
+    fn.extras_mut().extra_checks.push_back(std::move(c));
   }
   if (p.result_check) {
     autograd::SavedCheck c;
     c.saved.save(result.impl(), true);
     c.own_output = true;
-    fn.extra_checks.push_back(std::move(c));
+    fn.extras_mut().extra_checks.push_back(std::move(c));
   }
 }
 

@@ -213,7 +213,7 @@ void Tensor::retain_grad() {
   if (!m.grad_fn) return;  // leaves keep their grad anyway
   if (m.retains_grad) return;
   m.retains_grad = true;
-  m.grad_fn->retained.push_back({m.output_nr, impl().get()});
+  m.grad_fn->extras_mut().retained.push_back({m.output_nr, impl().get()});
 }
 bool Tensor::retains_grad() const {
   auto* m = autograd::meta(*impl());
@@ -245,15 +245,15 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
     return r.defined() ? r.impl() : nullptr;
   };
   auto& m = autograd::ensure_meta(*impl());
-  if (m.grad_fn) m.grad_fn->pre_hooks.push_back({m.output_nr, std::move(h)});
-  else m.leaf_hooks.push_back(std::move(h));
+  if (m.grad_fn) m.grad_fn->extras_mut().pre_hooks.push_back({m.output_nr, std::move(h)});
+  else m.extras_mut().leaf_hooks.push_back(std::move(h));
 }
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
   if (!requires_grad() || !is_leaf())
     fail("register_post_accumulate_grad_hook: only a leaf that requires grad accumulates a "
          "gradient; call it on a parameter");
-  autograd::ensure_meta(*impl()).post_accumulate_hooks.push_back(
+  autograd::ensure_meta(*impl()).extras_mut().post_accumulate_hooks.push_back(
       [hook](const lazy::TensorImplPtr& leaf) {
         Tensor t(leaf);
         hook(t);
