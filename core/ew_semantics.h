@@ -92,10 +92,13 @@ SLOTH_EW_MATH1(tanh, tanhf, tanh)
 SLOTH_EW_MATH1(erf, erff, erf)
 SLOTH_EW_MATH1(floor, floorf, floor)
 SLOTH_EW_MATH1(ceil, ceilf, ceil)
+SLOTH_EW_MATH1(trunc, truncf, trunc)
 // Round half to even: nearbyint in the default rounding mode (rint on the device: the same
 // result, CUDA has no rounding modes to honour).
 SLOTH_EW_MATH1(nearbyint, rintf, rint)
 SLOTH_EW_MATH2(pow, powf, pow)
+SLOTH_EW_MATH2(fmod, fmodf, fmod)
+SLOTH_EW_MATH2(copysign, copysignf, copysign)
 #undef SLOTH_EW_MATH1
 #undef SLOTH_EW_MATH2
 }  // namespace m
@@ -268,6 +271,9 @@ template <OpId op, typename T> SLOTH_EW_FN T unary(T x) {
   else if constexpr (op == OpId::kRound) {
     if constexpr (kFloat<T>) return m::nearbyint(x); else return x;  // half to even
   }
+  else if constexpr (op == OpId::kTrunc) {
+    if constexpr (kFloat<T>) return m::trunc(x); else return x;
+  }
   else if constexpr (op == OpId::kLogicalNot) return static_cast<T>(!x);
   else return x;  // Cast: the conversion already happened on load
 }
@@ -298,6 +304,39 @@ template <OpId op, typename T> SLOTH_EW_FN T binary(T a, T b) {
   }
   else if constexpr (op == OpId::kMaximum) return max_<T>(a, b);
   else if constexpr (op == OpId::kMinimum) return min_<T>(a, b);
+  else if constexpr (op == OpId::kRemainder || op == OpId::kFmod) {
+    // Integers: b == 0 gives 0 (no trap), and b == -1 is 0 (INT_MIN % -1 traps on x86).
+    T r;
+    if constexpr (kFloat<T>) r = m::fmod(a, b);
+    else if constexpr (kBool<T>) return a;  // the rule rejects bool
+    else r = (b == 0 || (T(-1) < T(0) && b == T(-1))) ? T(0) : static_cast<T>(a % b);
+    if constexpr (op == OpId::kRemainder) {
+      if (r != 0 && ((b < T(0)) != (r < T(0)))) r = static_cast<T>(r + b);
+    }
+    return r;
+  }
+  else if constexpr (op == OpId::kFloorDivide) {
+    if constexpr (kFloat<T>) {
+      // PyTorch's div_floor_floating: floor of the exact quotient (a - fmod(a, b)) / b, so
+      // 5.0 // 0.1 is 49 (not 50 from floor(5.0 / 0.1)); b == 0 divides (inf or nan).
+      if (b == T(0)) return a / b;
+      const T mod = m::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+      if (div == T(0)) return m::copysign(T(0), a / b);
+      T f = m::floor(div);
+      if (div - f > T(0.5)) f += T(1);
+      return f;
+    } else if constexpr (kBool<T>) {
+      return a;  // the rule rejects bool
+    } else {
+      if (b == 0) return T(0);
+      if (T(-1) < T(0) && b == T(-1)) return wrap_sub(T(0), a);  // INT_MIN / -1 wraps
+      T q = static_cast<T>(a / b);
+      if ((a % b != 0) && ((a < T(0)) != (b < T(0)))) q = static_cast<T>(q - 1);
+      return q;
+    }
+  }
   else if constexpr (op == OpId::kLogicalAnd) return static_cast<T>(a && b);
   else if constexpr (op == OpId::kLogicalOr) return static_cast<T>(a || b);
   else return a;

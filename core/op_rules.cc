@@ -184,6 +184,12 @@ absl::Status rule_binary_div(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   if (!is_floating(out->dtype)) out->dtype = kDefaultFloat;  // true division
   return absl::OkStatus();
 }
+absl::Status rule_binary_mod(OpId op, Metas in, Attrs& a, OutputMeta* out) {
+  SLOTH_RETURN_IF_ERROR(rule_binary_arith(op, in, a, out));
+  if (out->dtype == DType::kBool)
+    return invalid("%s: not implemented for bool tensors; convert with .to(kInt64)", op_name(op));
+  return absl::OkStatus();
+}
 absl::Status rule_binary_compare(OpId op, Metas in, Attrs& a, OutputMeta* out) {
   SLOTH_RETURN_IF_ERROR(rule_binary_arith(op, in, a, out));
   a.dtype = out->dtype;  // the type both sides are compared in

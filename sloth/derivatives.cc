@@ -70,7 +70,7 @@ Grads unary(const FormulaArgs& a) {
     case OpId::kSquare: r = g * x * 2.0; break;
     case OpId::kReciprocal: r = -g * y * y; break;
     // zeros_like(grad), as PyTorch: a constant, so it does not require grad under create_graph.
-    case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound:
+    case OpId::kSign: case OpId::kFloor: case OpId::kCeil: case OpId::kRound: case OpId::kTrunc:
       r = zeros(g.shape(), TensorOptions().dtype(g.dtype()).device(g.device()));
       break;
     case OpId::kCast: r = g; break;
@@ -107,6 +107,20 @@ Grads binary(const FormulaArgs& a) {
         Tensor safe = where(x == 0.0, 1.0, x);
         gy = g * pow(x, y) * log(safe);
       }
+      break;
+    // d/dx = 1; d/dy = -floor(x / y) (remainder) or -trunc(x / y) (fmod), as PyTorch.
+    case OpId::kRemainder:
+      if (a.needs[0]) gx = g;
+      if (a.needs[1]) gy = -g * floor_divide(x, y);
+      break;
+    case OpId::kFmod:
+      if (a.needs[0]) gx = g;
+      if (a.needs[1]) gy = -g * trunc(x / y);
+      break;
+    // Piecewise constant: 0 (PyTorch has no derivative for floor_divide and raises).
+    case OpId::kFloorDivide:
+      if (a.needs[0]) gx = zeros(g.shape(), TensorOptions().dtype(g.dtype()).device(g.device()));
+      if (a.needs[1]) gy = zeros(g.shape(), TensorOptions().dtype(g.dtype()).device(g.device()));
       break;
     case OpId::kMaximum: case OpId::kMinimum: {
       Tensor win = a.op == OpId::kMaximum ? x > y : x < y;

@@ -29,6 +29,15 @@ Tensor mul(const Tensor& a, const Tensor& b) { return call_op_borrowed(OpId::kMu
 Tensor div(const Tensor& a, const Tensor& b) { return call_op_borrowed(OpId::kDiv, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return call_op(OpId::kPow, {a, b}); }
 Tensor pow(const Tensor& a, const Scalar& b) { return call_op(OpId::kPow, {a, wrap_scalar(b)}); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return call_op(OpId::kRemainder, {a, b}); }
+Tensor remainder(const Tensor& a, const Scalar& b) { return call_op(OpId::kRemainder, {a, wrap_scalar(b)}); }
+Tensor remainder(const Scalar& a, const Tensor& b) { return call_op(OpId::kRemainder, {wrap_scalar(a), b}); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return call_op(OpId::kFmod, {a, b}); }
+Tensor fmod(const Tensor& a, const Scalar& b) { return call_op(OpId::kFmod, {a, wrap_scalar(b)}); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return call_op(OpId::kFloorDivide, {a, b}); }
+Tensor floor_divide(const Tensor& a, const Scalar& b) { return call_op(OpId::kFloorDivide, {a, wrap_scalar(b)}); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return remainder(a, b); }
+Tensor operator%(const Tensor& a, const Scalar& b) { return remainder(a, b); }
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return call_op(OpId::kWhere, {c, a, b}); }
 Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) { return call_op(OpId::kWhere, {c, a, wrap_scalar(b)}); }
 Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) { return call_op(OpId::kWhere, {c, wrap_scalar(a), b}); }

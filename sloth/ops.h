@@ -25,6 +25,16 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Scalar& b);
+// Python's % (the result has the divisor's sign), C's fmod (the dividend's), floor(a / b).
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
+Tensor remainder(const Scalar& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, const Scalar& b);
+Tensor operator%(const Tensor& a, const Tensor& b);  // remainder, as LibTorch
+Tensor operator%(const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);

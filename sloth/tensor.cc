@@ -409,6 +409,12 @@ Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
 #include "sloth/op_api_rows.inc"
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }
+Tensor Tensor::remainder(const Tensor& o) const { return sloth::remainder(*this, o); }
+Tensor Tensor::remainder(const Scalar& o) const { return sloth::remainder(*this, o); }
+Tensor Tensor::fmod(const Tensor& o) const { return sloth::fmod(*this, o); }
+Tensor Tensor::fmod(const Scalar& o) const { return sloth::fmod(*this, o); }
+Tensor Tensor::floor_divide(const Tensor& o) const { return sloth::floor_divide(*this, o); }
+Tensor Tensor::floor_divide(const Scalar& o) const { return sloth::floor_divide(*this, o); }
 Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return sloth::clamp(*this, lo, hi); }
 Tensor Tensor::matmul(const Tensor& o) const { return sloth::matmul(*this, o); }
 Tensor Tensor::mm(const Tensor& o) const { return sloth::mm(*this, o); }

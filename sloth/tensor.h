@@ -166,6 +166,12 @@ class Tensor {
 #include "sloth/op_api_rows.inc"
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
+  Tensor remainder(const Tensor& o) const;
+  Tensor remainder(const Scalar& o) const;
+  Tensor fmod(const Tensor& o) const;
+  Tensor fmod(const Scalar& o) const;
+  Tensor floor_divide(const Tensor& o) const;
+  Tensor floor_divide(const Scalar& o) const;
   Tensor clamp(const Scalar& lo, const Scalar& hi) const;
   Tensor matmul(const Tensor& o) const;
   Tensor mm(const Tensor& o) const;

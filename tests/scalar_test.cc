@@ -345,5 +345,42 @@ TEST(ScalarPromotion, Alpha) {
   EXPECT_EQ(g.to_vector<float>(), (F{1, 3, 5}));
 }
 
+// remainder (Python's %), fmod and floor_divide against PyTorch 1.13's values.
+TEST(Modulo, MatchesPyTorch) {
+  using I = std::vector<int64_t>;
+  using D = std::vector<double>;
+  const Tensor a = from_vector(I{5, -5}, {2}), three = from_vector(I{3, 3}, {2});
+  EXPECT_EQ((a % three).to_vector<int64_t>(), (I{2, 1}));
+  EXPECT_EQ(fmod(a, 3).to_vector<int64_t>(), (I{2, -2}));
+  EXPECT_EQ(floor_divide(a, 3).to_vector<int64_t>(), (I{1, -2}));
+  EXPECT_EQ(remainder(3, from_vector(I{2, -2}, {2})).to_vector<int64_t>(), (I{1, -1}));
+  const Tensor f = tensor({5.5, -5.5}, {2}, kFloat64);
+  EXPECT_EQ((f % -2).to_vector<double>(), (D{-0.5, -1.5}));
+  EXPECT_EQ(fmod(f, -2).to_vector<double>(), (D{1.5, -1.5}));
+  EXPECT_EQ((a % 2.5).dtype(), kFloat32) << "a float number makes the result float";
+  // floor of the exact quotient: 5.0 // 0.1 is 49 (5.0 / 0.1 rounds to 50).
+  EXPECT_EQ(floor_divide(tensor({5.0}, {1}), 0.1).item(), 49);
+  const std::vector<float> inf = floor_divide(tensor({5.0, -5.0}, {2}), 0.0).to_vector<float>();
+  EXPECT_TRUE(std::isinf(inf[0]) && inf[0] > 0 && std::isinf(inf[1]) && inf[1] < 0);
+  // Integer division by zero is 0 here (PyTorch raises); INT64_MIN // -1 wraps (PyTorch's
+  // process dies of SIGFPE).
+  EXPECT_EQ(remainder(a, 0).to_vector<int64_t>(), (I{0, 0}));
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(floor_divide(from_vector(I{lo}, {1}), -1).to_vector<int64_t>(), (I{lo}));
+  EXPECT_EQ(remainder(from_vector(I{lo}, {1}), -1).to_vector<int64_t>(), (I{0}));
+  // d/dy remainder = -floor(x / y), d/dy fmod = -trunc(x / y).
+  Tensor x = tensor({5.5, -5.5}, {2}, kFloat64).requires_grad_();
+  Tensor y = tensor({2.0, 2.0}, {2}, kFloat64).requires_grad_();
+  remainder(x, y).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (D{1, 1}));
+  EXPECT_EQ(y.grad().to_vector<double>(), (D{-2, 3}));
+  Tensor x2 = tensor({5.5, -5.5}, {2}, kFloat64).requires_grad_();
+  Tensor y2 = tensor({2.0, 2.0}, {2}, kFloat64).requires_grad_();
+  fmod(x2, y2).sum().backward();
+  EXPECT_EQ(y2.grad().to_vector<double>(), (D{-2, 2}));
+  EXPECT_ERROR_HAS(remainder(ones({2}, kBool), ones({2}, kBool)), "not implemented for bool");
+  EXPECT_EQ(trunc(tensor({-2.5, 2.5}, {2})).to_vector<float>(), (std::vector<float>{-2, 2}));
+}
+
 }  // namespace
 }  // namespace sloth

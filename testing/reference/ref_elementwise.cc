@@ -39,6 +39,7 @@ absl::StatusOr<double> unary(OpId op, double x, DType in) {
     case OpId::kFloor: return std::floor(x);
     case OpId::kCeil: return std::ceil(x);
     case OpId::kRound: return std::nearbyint(x);  // default rounding mode: half to even
+    case OpId::kTrunc: return std::trunc(x);
     case OpId::kLogicalNot: return x == 0 ? 1.0 : 0.0;
     case OpId::kCast: return x;
     default: break;
@@ -63,6 +64,13 @@ absl::StatusOr<double> binary(OpId op, double x, double y, DType t) {
     case OpId::kMinimum:
       if (std::isnan(x) || std::isnan(y)) return std::nan("");
       return x < y ? x : y;
+    case OpId::kRemainder: case OpId::kFmod: case OpId::kFloorDivide: {
+      if (!is_floating(t) && y == 0) return 0.0;  // sloth's integer division by zero
+      const double q = x / y;
+      if (op == OpId::kFloorDivide) return std::floor(q);
+      if (op == OpId::kFmod) return x - std::trunc(q) * y;
+      return x - std::floor(q) * y;
+    }
     case OpId::kEq: return x == y;
     case OpId::kNe: return x != y;
     case OpId::kLt: return x < y;

@@ -56,7 +56,8 @@ void unary(Builder& b, OpId op) {
   // Domains: positive for log/sqrt/rsqrt/log1p; off the 0.5-grid for floor/ceil/round.
   const bool positive = op == OpId::kLog || op == OpId::kLog1p || op == OpId::kSqrt ||
                         op == OpId::kRsqrt;
-  const bool grid = op == OpId::kFloor || op == OpId::kCeil || op == OpId::kRound;
+  const bool grid = op == OpId::kFloor || op == OpId::kCeil || op == OpId::kRound ||
+                    op == OpId::kTrunc;
   auto gen = [&](Shape s, DType d) {
     RefTensor t = positive ? b.P(std::move(s), d) : b.T(std::move(s), d);
     if (grid && is_floating(d)) t = off_grid(b.R(t.shape, -2.4, 2.4, d));
@@ -113,6 +114,21 @@ void binary(Builder& b, OpId op) {
     b.add("f64_0dim", {b.T({3}, f64), S(0.5)});
     b.add("bool", {V({4}, {0, 1, 0, 1}, b8), V({4}, {0, 0, 1, 1}, b8)});
     b.add("empty", {b.T({0, 3}), b.T({3})});
+    return;
+  }
+  if (op == OpId::kRemainder || op == OpId::kFmod || op == OpId::kFloorDivide) {
+    // Divisors away from 0 and quotients away from integers (the results jump there), both
+    // signs of each operand; integers with every sign pair and a zero divisor.
+    b.add("f32_signs_broadcast",
+          {V({2, 3}, {3.3, -2.2, 0.45, -4.1, 1.05, 5.2}), V({3}, {1.3, -0.7, 2.1})});
+    b.add("f64_noncontig", {V({3, 2}, {7.25, -7.25, 2.6, -0.3, 4.4, -9.1}, f64),
+                            V({3, 2}, {2.0, 2.0, -1.1, 0.8, -3.0, -4.0}, f64)}, {}, {0, 1});
+    b.add("f32_by_0dim_f64", {V({4}, {5.5, -5.5, 0.3, -2.75}), S(-2.0)});
+    b.add("i64_signs", {V({2, 4}, {7, -7, 7, -7, 0, 9, -9, 6}, i64),
+                        V({4}, {3, 3, -3, -3}, i64)});
+    b.add("i64_by_zero", {V({3}, {5, -5, 0}, i64), V({3}, {0, 0, 0}, i64)});
+    b.add("i32", {V({4}, {9, -9, 9, -9}, DType::kInt32), V({4}, {4, 4, -4, -4}, DType::kInt32)});
+    b.add("empty", {b.T({0, 3}), V({3}, {1.5, -2, 3})});
     return;
   }
   b.add("broadcast", {lhs({2, 3}, f32), rhs({3}, f32)});
