@@ -239,23 +239,31 @@ Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options) {
 }
 
 // ---- convolution, pooling, fold ----
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
-  const Shape stride = options.stride().expand(1, "stride");
-  const Shape dilation = options.dilation().expand(1, "dilation");
+namespace {
+// F::conv1d and F::conv2d differ only in D and in which sloth:: overload pair they call.
+template <size_t D, typename Conv, typename ConvPaddingMode>
+Tensor conv_with_options(const Tensor& input, const Tensor& weight,
+                         const ConvFuncOptions<D>& options, Conv conv,
+                         ConvPaddingMode conv_padding_mode) {
+  const Shape stride = options.stride().expand(D, "stride");
+  const Shape dilation = options.dilation().expand(D, "dilation");
   if (!options.padding_mode_string().empty())
-    return sloth::conv1d_padding_mode(input, weight, options.bias(), stride,
-                                      options.padding_mode_string(), dilation, options.groups());
-  return sloth::conv1d(input, weight, options.bias(), stride, options.padding().expand(1, "padding"),
-                       dilation, options.groups());
+    return conv_padding_mode(input, weight, options.bias(), stride, options.padding_mode_string(),
+                             dilation, options.groups());
+  return conv(input, weight, options.bias(), stride, options.padding().expand(D, "padding"),
+              dilation, options.groups());
+}
+}  // namespace
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
+  return conv_with_options(
+      input, weight, options, [](auto&&... a) { return sloth::conv1d(a...); },
+      [](auto&&... a) { return sloth::conv1d_padding_mode(a...); });
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options) {
-  const Shape stride = options.stride().expand(2, "stride");
-  const Shape dilation = options.dilation().expand(2, "dilation");
-  if (!options.padding_mode_string().empty())
-    return sloth::conv2d_padding_mode(input, weight, options.bias(), stride,
-                                      options.padding_mode_string(), dilation, options.groups());
-  return sloth::conv2d(input, weight, options.bias(), stride, options.padding().expand(2, "padding"),
-                       dilation, options.groups());
+  return conv_with_options(
+      input, weight, options, [](auto&&... a) { return sloth::conv2d(a...); },
+      [](auto&&... a) { return sloth::conv2d_padding_mode(a...); });
 }
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
                         const ConvTranspose2dFuncOptions& options) {

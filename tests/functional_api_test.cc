@@ -237,6 +237,19 @@ TEST(FunctionalApi, ConvPoolNormAndFoldForwardTheirOptions) {
                values(conv2d(x, w, b, {2, 2}, {1, 1})), "conv2d");
   expect_close(values(F::conv2d(x, w, F::Conv2dFuncOptions().padding("same"))),
                values(conv2d(x, w, {}, {1, 1}, {1, 1})), "conv2d same");
+  // conv1d's values come from PyTorch 1.13 (F.conv1d on the same float64 inputs).
+  std::vector<double> xs, ws;
+  for (int i = 0; i < 10; ++i) xs.push_back(0.1 * i);
+  for (int i = 0; i < 12; ++i) ws.push_back(0.1 * i - 0.5);
+  const Tensor x1 = tensor(xs, {1, 2, 5}, kFloat64);
+  const Tensor w1 = tensor(ws, {3, 2, 2}, kFloat64);
+  const Tensor b1 = tensor({0.5, -1.0, 2.0}, {3}, kFloat64);
+  expect_close(values(F::conv1d(x1, w1, F::Conv1dFuncOptions().bias(b1).stride(2).padding(1))),
+               {0.4, 0.05, -0.23, -0.9, -0.81, -0.77, 2.3, 2.83, 3.19}, "conv1d");
+  expect_close(values(F::conv1d(x1, w1, F::Conv1dFuncOptions().padding("same").dilation(2))),
+               {-0.16, -0.37, -0.51, -0.65, -0.39, 0.12, 0.19, 0.21, 0.23, 0.05, 0.4, 0.75, 0.93,
+                1.11, 0.49},
+               "conv1d same, dilated");
   expect_close(values(F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1))),
                values(max_pool2d(x, 3, 2, 1)), "max_pool2d");
   expect_close(values(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).count_include_pad(false))),
