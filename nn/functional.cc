@@ -416,25 +416,14 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const BinaryCrossEntropyFuncOptions& options) {
-  if (input.shape() != target.shape())
-    fail("F::binary_cross_entropy: target %s and input %s must have the same shape",
-         shape_str(target.shape()), shape_str(input.shape()));
-  if (!is_floating(input.dtype()) || !is_floating(target.dtype()))
-    fail("F::binary_cross_entropy: input (%s) and target (%s) must be floating point "
-         "(probabilities and 0/1 labels as floats)", dtype_name(input.dtype()),
-         dtype_name(target.dtype()));
-  if (options.weight().defined()) {
-    const auto b = broadcast_shapes("binary_cross_entropy", options.weight().shape(), input.shape());
-    if (!b.ok() || *b != input.shape())
-      fail("F::binary_cross_entropy: weight %s does not broadcast to the input %s",
-           shape_str(options.weight().shape()), shape_str(input.shape()));
-  }
-  // PyTorch clamps each log at -100.
-  const Tensor log_p = sloth::clamp(sloth::log(input), -100.0, kInf);
-  const Tensor log_q = sloth::clamp(sloth::log(1 - input), -100.0, kInf);
-  Tensor loss = -(target * log_p + (1 - target) * log_q);
-  if (options.weight().defined()) loss = loss * options.weight();
-  return reduce(loss, options.reduction());
+  return sloth::binary_cross_entropy(input, target, options.weight(), options.reduction());
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options) {
+  if (!options.batch_mean())
+    return sloth::kl_div(input, target, options.reduction(), options.log_target());
+  // PyTorch's 'batchmean': the sum divided by the batch size (the KL divergence per sample).
+  const Tensor sum = sloth::kl_div(input, target, kSum, options.log_target());
+  return input.dim() == 0 ? sum : sum / static_cast<double>(input.size(0));
 }
 
 }  // namespace sloth::nn::functional

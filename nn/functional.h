@@ -242,5 +242,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const BinaryCrossEntropyFuncOptions& options = {});
+// F::kl_div(log_probs, target, F::KLDivFuncOptions().reduction(kBatchMean)).
+using KLDivFuncOptions = KLDivLossOptions;
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
 
 }  // namespace sloth::nn::functional

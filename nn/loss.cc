@@ -1,5 +1,9 @@
 #include "nn/loss.h"
 
+#include <limits>
+
+#include "nn/functional.h"
+
 namespace sloth {
 namespace {
 
@@ -84,6 +88,48 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& y, Reduct
   return reduce(l, reduction);
 }
 
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            Reduction reduction) {
+  if (!input.defined() || !target.defined())
+    fail("binary_cross_entropy: input and target must be defined");
+  if (input.shape() != target.shape())
+    fail("binary_cross_entropy: target %s and input %s must have the same shape",
+         shape_str(target.shape()), shape_str(input.shape()));
+  if (!is_floating(input.dtype()) || !is_floating(target.dtype()))
+    fail("binary_cross_entropy: input (%s) and target (%s) must be floating point "
+         "(probabilities and 0/1 labels as floats)", dtype_name(input.dtype()),
+         dtype_name(target.dtype()));
+  if (weight.defined()) {
+    const auto b = broadcast_shapes("binary_cross_entropy", weight.shape(), input.shape());
+    if (!b.ok() || *b != input.shape())
+      fail("binary_cross_entropy: weight %s does not broadcast to the input %s",
+           shape_str(weight.shape()), shape_str(input.shape()));
+  }
+  // PyTorch clamps each log at -100, so a probability of exactly 0 or 1 gives a finite loss.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const Tensor log_p = sloth::clamp(sloth::log(input), -100.0, kInf);
+  const Tensor log_q = sloth::clamp(sloth::log(1 - input), -100.0, kInf);
+  Tensor loss = -(target * log_p + (1 - target) * log_q);
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  check_same_shape("kl_div", input, target);
+  if (!is_floating(target.dtype()))
+    fail("kl_div: target must be a floating-point tensor (probabilities, or log-probabilities "
+         "with log_target), got %s", dtype_name(target.dtype()));
+  if (log_target) return reduce(sloth::exp(target) * (target - input), reduction);
+  // xlogy(t, t) - t * input: a target of 0 adds 0 (not 0 * log 0), and its log is taken of 1
+  // there so no inf or nan enters the graph's gradient either.
+  const Tensor positive = target != 0;
+  const Tensor t_log_t =
+      sloth::where(positive, target * sloth::log(sloth::where(positive, target, Scalar(1))),
+                   Scalar(0));
+  return reduce(t_log_t - target * input, reduction);
+}
+
 }  // namespace sloth
 
 namespace sloth::nn {
@@ -116,6 +162,13 @@ Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) 
                                            .label_smoothing = options.label_smoothing(),
                                            .reduction = options.reduction(),
                                            .weight = options.weight()});
+}
+
+Tensor BCELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return binary_cross_entropy(input, target, options.weight(), options.reduction());
+}
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::kl_div(input, target, options);
 }
 
 }  // namespace sloth::nn

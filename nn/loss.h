@@ -1,6 +1,6 @@
 // Losses as LibTorch has them: functions with a Reduction (mean, sum, none) and the loss
 // modules (nn::MSELoss, nn::CrossEntropyLoss, nn::NLLLoss, nn::BCEWithLogitsLoss,
-// nn::L1Loss, nn::SmoothL1Loss, nn::HuberLoss), each a holder over its ...Impl with options
+// nn::L1Loss, nn::SmoothL1Loss, nn::HuberLoss, nn::BCELoss, nn::KLDivLoss), each a holder over its ...Impl with options
 // built LibTorch's way (`nn::HuberLoss(nn::HuberLossOptions().delta(2).reduction(kSum))`).
 // A loss module's forward takes (input, target). Input and target must have the same shape
 // (PyTorch broadcasts them with a warning; sloth says which shapes differ instead).
@@ -32,6 +32,19 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction, const Tensor& weight,
                                         const Tensor& pos_weight = {});
+
+// -(t log p + (1 - t) log(1 - p)), each log clamped at -100 as PyTorch; weight multiplies
+// each element's loss (broadcast to the input). torch::binary_cross_entropy.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            Reduction reduction = kMean);
+// Pointwise KL divergence t (log t - input) for log-probabilities `input` (log_target: the
+// target is given as log-probabilities too). torch::kl_div; 'batchmean' is F::kl_div's.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+              bool log_target = false);
+
+// LibTorch's torch::kBatchMean, a reduction only kl_div takes: the sum over the batch size.
+struct BatchMean {};
+inline constexpr BatchMean kBatchMean{};
 
 }  // namespace sloth
 
@@ -66,7 +79,26 @@ SLOTH_NN_LOSS_OPTIONS(CrossEntropyLoss);
   SLOTH_NN_ARG(Tensor, weight) = {};  // per class [C]
   SLOTH_NN_ARG(double, label_smoothing) = 0.0;
 };
+SLOTH_NN_LOSS_OPTIONS(BCELoss);
+  SLOTH_NN_ARG(Tensor, weight) = {};  // per element (broadcast)
+};
 #undef SLOTH_NN_LOSS_OPTIONS
+
+// KLDivLoss's reduction is kMean, kSum, kNone or kBatchMean (LibTorch's variant).
+class KLDivLossOptions {
+ public:
+  KLDivLossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  KLDivLossOptions(BatchMean) : batch_mean_(true) {}                        // NOLINT
+  auto& reduction(Reduction r) { reduction_ = r; batch_mean_ = false; return *this; }
+  auto& reduction(BatchMean) { batch_mean_ = true; return *this; }
+  Reduction reduction() const { return reduction_; }  // meaningless when batch_mean()
+  bool batch_mean() const { return batch_mean_; }
+  SLOTH_NN_ARG(bool, log_target) = false;
+
+ private:
+  Reduction reduction_ = kMean;
+  bool batch_mean_ = false;
+};
 
 // The loss modules: options kept in `options`, forward(input, target).
 #define SLOTH_NN_LOSS_MODULE(Name)                                               \
@@ -86,6 +118,8 @@ SLOTH_NN_LOSS_MODULE(SmoothL1Loss);
 SLOTH_NN_LOSS_MODULE(HuberLoss);
 SLOTH_NN_LOSS_MODULE(NLLLoss);
 SLOTH_NN_LOSS_MODULE(CrossEntropyLoss);
+SLOTH_NN_LOSS_MODULE(BCELoss);
+SLOTH_NN_LOSS_MODULE(KLDivLoss);
 #undef SLOTH_NN_LOSS_MODULE
 
 }  // namespace sloth::nn

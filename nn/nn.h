@@ -21,4 +21,6 @@
 #include "nn/loss.h"
 #include "nn/activation.h"  // LibTorch API: activation modules
 #include "nn/functional.h"  // LibTorch API: torch::nn::functional (F::)
+#include "nn/distance.h"    // LibTorch API: cosine_similarity, pairwise_distance
+#include "nn/upsampling.h"  // LibTorch API: F::interpolate, nn::Upsample
 #include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler
