@@ -17,15 +17,6 @@ Tensor into(Tensor& input, const Tensor& result, bool inplace) {
   return input;
 }
 
-Tensor reduce(const Tensor& loss, Reduction reduction) {
-  switch (reduction) {
-    case Reduction::kMean: return sloth::mean(loss);
-    case Reduction::kSum: return sloth::sum(loss);
-    case Reduction::kNone: return loss;
-  }
-  return loss;
-}
-
 // x * beta > threshold ? x : log1p(exp(beta x)) / beta. The exp reads x clamped to the
 // threshold, so the branch not taken never overflows (an inf there would turn its zero
 // gradient into nan).

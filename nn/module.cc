@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "nn/activation.h"  // MLP's ReLU
 #include "nn/functional.h"  // Embedding's padding_idx
@@ -53,21 +54,21 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
 }
 
 void Module::collect(const std::string& prefix, bool recurse, bool buffers,
-                     std::vector<std::pair<std::string, Tensor>>* out) const {
+                     OrderedDict<std::string, Tensor>* out) const {
   for (const auto& [n, p] : buffers ? buffers_ : params_)
-    if (p.defined()) out->emplace_back(prefix + n, p);
+    if (p.defined()) out->push_back_distinct(prefix + n, p);
   if (!recurse) return;
   for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, buffers, out);
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("Parameter");
   collect("", recurse, false, &out);
   return out;
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("Buffer");
   collect("", recurse, true, &out);
   return out;
 }
@@ -84,14 +85,67 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
   return out;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
-  return children_;
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::string, std::shared_ptr<Module>> out("Module");
+  for (const auto& [n, c] : children_) out.push_back_distinct(n, c);
+  return out;
 }
 
 std::vector<std::shared_ptr<Module>> Module::children() const {
   std::vector<std::shared_ptr<Module>> out;
   for (const auto& [n, c] : children_) out.push_back(c);
   return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) {
+  std::vector<std::shared_ptr<Module>> out;
+  for (auto& [name, m] : named_modules("", include_self)) out.push_back(std::move(m));
+  return out;
+}
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(
+    const std::string& name_prefix, bool include_self) {
+  OrderedDict<std::string, std::shared_ptr<Module>> out("Module");
+  if (include_self) {
+    std::shared_ptr<Module> self = weak_from_this().lock();
+    if (!self)
+      fail("%s.modules(include_self=true): this module is not held by a std::shared_ptr, so "
+           "it cannot be returned as one; hold it in a holder (SLOTH_MODULE / TORCH_MODULE) or "
+           "std::make_shared, or pass include_self=false", name_);
+    out.push_back_distinct(name_prefix, std::move(self));
+  }
+  // Children are shared_ptrs by construction, so the rest needs no self pointer.
+  std::function<void(const std::string&, const Module&)> walk = [&](const std::string& prefix,
+                                                                     const Module& m) {
+    for (const auto& [name, child] : m.children_) {
+      const std::string full = prefix.empty() ? name : prefix + "." + name;
+      out.push_back_distinct(full, child);
+      walk(full, *child);
+    }
+  };
+  walk(name_prefix, *this);
+  return out;
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [name, child] : children_) child->apply(fn);
+}
+
+void Module::apply(const std::function<void(const Module&)>& fn) const {
+  fn(*this);
+  for (const auto& [name, child] : children_) std::as_const(*child).apply(fn);
+}
+
+void Module::apply(const std::function<void(const std::string&, Module&)>& fn,
+                   const std::string& name_prefix) {
+  fn(name_prefix, *this);
+  for (auto& [name, child] : children_)
+    child->apply(fn, name_prefix.empty() ? name : name_prefix + "." + name);
+}
+
+void Module::apply(const std::function<void(const std::shared_ptr<Module>&)>& fn) {
+  for (const auto& m : modules(true)) fn(m);
 }
 
 void Module::train(bool on) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "nn/holder.h"
+#include "nn/ordered_dict.h"
 #include "sloth/sloth_core.h"
 
 namespace sloth::nn {
@@ -48,14 +50,44 @@ class Module : public std::enable_shared_from_this<Module> {
   // Parameters of this module and (recurse) its submodules, in registration order.
   // Undefined parameters (e.g. Linear's bias with bias=false) are skipped.
   std::vector<Tensor> parameters(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  // named_*: LibTorch's OrderedDict (items with key()/value(), and first/second).
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
   // Buffers (state that is not a parameter, e.g. BatchNorm's running statistics), in the same
   // order and with the same dotted names as PyTorch's named_buffers(). Undefined buffers are
   // skipped. Checkpoints save and load them with the parameters.
   std::vector<Tensor> buffers(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
   std::vector<std::shared_ptr<Module>> children() const;
+  // This module (when include_self) and every descendant, depth first in registration order
+  // (LibTorch's modules()/named_modules(): "" names this one, "fc1", "seq.0" the others). With
+  // include_self the module must be held by a std::shared_ptr (a holder or make_shared).
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true);
+  OrderedDict<std::string, std::shared_ptr<Module>> named_modules(
+      const std::string& name_prefix = "", bool include_self = true);
+  // Calls fn on this module, then on each descendant, depth first (LibTorch's apply; the
+  // custom-initialization idiom: `net->apply([](nn::Module& m) { if (auto* l =
+  // m.as<nn::Linear>()) nn::init::xavier_uniform_(l->weight); })`).
+  void apply(const std::function<void(Module&)>& fn);
+  void apply(const std::function<void(const Module&)>& fn) const;
+  void apply(const std::function<void(const std::string&, Module&)>& fn,
+             const std::string& name_prefix = "");
+  void apply(const std::function<void(const std::shared_ptr<Module>&)>& fn);
+  // This module as a T, or null when it is not one. T is a module class or a holder:
+  // m.as<nn::Linear>() is a LinearImpl*.
+  template <class T>
+  auto* as() {
+    if constexpr (is_module_holder_v<T>)
+      return dynamic_cast<typename T::ContainedType*>(this);
+    else
+      return dynamic_cast<T*>(this);
+  }
+  template <class T>
+  const auto* as() const {
+    return const_cast<Module*>(this)->as<T>();
+  }
+  template <class T>
+  bool is() const { return as<T>() != nullptr; }
 
   // Training mode (affects Dropout); recursive like PyTorch.
   virtual void train(bool on = true);
@@ -114,7 +146,7 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void collect(const std::string& prefix, bool recurse, bool buffers,
-               std::vector<std::pair<std::string, Tensor>>* out) const;
+               OrderedDict<std::string, Tensor>* out) const;
   void check_new_name(const char* what, const std::string& name) const;
   std::string name_;
   bool training_ = true;

@@ -23,4 +23,5 @@
 #include "nn/functional.h"  // LibTorch API: torch::nn::functional (F::)
 #include "nn/distance.h"    // LibTorch API: cosine_similarity, pairwise_distance
 #include "nn/upsampling.h"  // LibTorch API: F::interpolate, nn::Upsample
+#include "nn/init.h"        // LibTorch API: torch::nn::init
 #include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler

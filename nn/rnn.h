@@ -20,13 +20,8 @@
 #include <tuple>
 #include <vector>
 
+#include "nn/enum.h"  // RNNNonlinearity: torch::kTanh, torch::kReLU
 #include "nn/module.h"
-
-namespace sloth {
-// RNN's nonlinearity (LibTorch's torch::kTanh, torch::kReLU).
-enum class RNNNonlinearity : uint8_t { kTanh, kReLU };
-inline constexpr RNNNonlinearity kTanh = RNNNonlinearity::kTanh, kReLU = RNNNonlinearity::kReLU;
-}  // namespace sloth
 
 namespace sloth::nn {
 

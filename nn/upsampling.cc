@@ -12,13 +12,13 @@ namespace sloth {
 
 const char* interpolate_mode_name(InterpolateMode mode) {
   switch (mode) {
-    case kNearest: return "kNearest";
-    case kLinear: return "kLinear";
-    case kBilinear: return "kBilinear";
-    case kBicubic: return "kBicubic";
-    case kTrilinear: return "kTrilinear";
-    case kArea: return "kArea";
-    case kNearestExact: return "kNearestExact";
+    case InterpolateMode::kNearest: return "kNearest";
+    case InterpolateMode::kLinear: return "kLinear";
+    case InterpolateMode::kBilinear: return "kBilinear";
+    case InterpolateMode::kBicubic: return "kBicubic";
+    case InterpolateMode::kTrilinear: return "kTrilinear";
+    case InterpolateMode::kArea: return "kArea";
+    case InterpolateMode::kNearestExact: return "kNearestExact";
   }
   return "?";
 }
@@ -30,13 +30,13 @@ namespace {
 
 const char* mode_word(InterpolateMode mode) {
   switch (mode) {
-    case kNearest: return "nearest";
-    case kLinear: return "linear";
-    case kBilinear: return "bilinear";
-    case kBicubic: return "bicubic";
-    case kTrilinear: return "trilinear";
-    case kArea: return "area";
-    case kNearestExact: return "nearest-exact";
+    case InterpolateMode::kNearest: return "nearest";
+    case InterpolateMode::kLinear: return "linear";
+    case InterpolateMode::kBilinear: return "bilinear";
+    case InterpolateMode::kBicubic: return "bicubic";
+    case InterpolateMode::kTrilinear: return "trilinear";
+    case InterpolateMode::kArea: return "area";
+    case InterpolateMode::kNearestExact: return "nearest-exact";
   }
   return "?";
 }
@@ -175,9 +175,9 @@ Tensor resample(const Tensor& x, int64_t dim, const Taps& t) {
 
 int64_t spatial_dims_for(InterpolateMode mode) {
   switch (mode) {
-    case kLinear: return 1;
-    case kBilinear: case kBicubic: return 2;
-    case kTrilinear: return 3;
+    case InterpolateMode::kLinear: return 1;
+    case InterpolateMode::kBilinear: case InterpolateMode::kBicubic: return 2;
+    case InterpolateMode::kTrilinear: return 3;
     default: return 0;  // any
   }
 }
@@ -243,10 +243,10 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
     const int64_t in = input.size(d + 2);
     Taps taps;
     switch (mode) {
-      case kNearest: taps = nearest_taps(in, out[d], scales[d], false); break;
-      case kNearestExact: taps = nearest_taps(in, out[d], scales[d], true); break;
-      case kArea: taps = area_taps(in, out[d]); break;
-      case kBicubic:
+      case InterpolateMode::kNearest: taps = nearest_taps(in, out[d], scales[d], false); break;
+      case InterpolateMode::kNearestExact: taps = nearest_taps(in, out[d], scales[d], true); break;
+      case InterpolateMode::kArea: taps = area_taps(in, out[d]); break;
+      case InterpolateMode::kBicubic:
         taps = f32 ? cubic_taps<float>(in, out[d], align, scales[d])
                    : cubic_taps<double>(in, out[d], align, scales[d]);
         break;

@@ -11,21 +11,12 @@
 #include <optional>
 #include <vector>
 
+#include "nn/enum.h"  // InterpolateMode: torch::kNearest, kBilinear, ...
 #include "nn/holder.h"
 #include "nn/module.h"
 
 namespace sloth {
 
-// LibTorch's torch::kNearest, kLinear, kBilinear, kBicubic, kTrilinear, kArea, kNearestExact.
-enum class InterpolateMode : uint8_t {
-  kNearest, kLinear, kBilinear, kBicubic, kTrilinear, kArea, kNearestExact };
-inline constexpr InterpolateMode kNearest = InterpolateMode::kNearest,
-                                 kLinear = InterpolateMode::kLinear,
-                                 kBilinear = InterpolateMode::kBilinear,
-                                 kBicubic = InterpolateMode::kBicubic,
-                                 kTrilinear = InterpolateMode::kTrilinear,
-                                 kArea = InterpolateMode::kArea,
-                                 kNearestExact = InterpolateMode::kNearestExact;
 const char* interpolate_mode_name(InterpolateMode mode);  // "kNearest", as LibTorch prints it
 
 }  // namespace sloth

@@ -342,6 +342,24 @@ Tensor& Tensor::fill_(const Scalar& v) {
   return *this;
 }
 Tensor& Tensor::zero_() { call_op(OpId::kZero_, {*this}); return *this; }
+Tensor& Tensor::uniform_(double from, double to) {
+  if (defined() && !is_floating(dtype()))
+    fail("uniform_: not implemented for %s tensors (a %s); sample a float tensor and convert "
+         "it, or use randint", dtype_name(dtype()), shape_str(shape()));
+  if (!(from <= to))
+    fail("uniform_: expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+  if (!defined()) return copy_(Tensor());  // names the undefined operand
+  return copy_(rand(shape(), TensorOptions().dtype(dtype()).device(device())) * (to - from) +
+               from);
+}
+Tensor& Tensor::normal_(double mean, double std) {
+  if (defined() && !is_floating(dtype()))
+    fail("normal_: not implemented for %s tensors (a %s); sample a float tensor and convert it",
+         dtype_name(dtype()), shape_str(shape()));
+  if (!(std >= 0)) fail("normal_: expects std >= 0.0, but found std %g", std);
+  if (!defined()) return copy_(Tensor());
+  return copy_(randn(shape(), TensorOptions().dtype(dtype()).device(device())) * std + mean);
+}
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
   call_op(OpId::kAdd_, {*this, internal::scaled_by_alpha(*this, o, alpha, "add_")});
   return *this;

@@ -122,6 +122,10 @@ class Tensor {
   // an in-place op refuses a result of a higher category than self (int64 add_(1.5)).
   Tensor& fill_(const Scalar& value);  // stored as this dtype: 2.5 into int64 is 2
   Tensor& zero_();
+  // Fill with samples of U(from, to) / N(mean, std) in this tensor's dtype (floating only), as
+  // a write: under NoGradGuard for a parameter, like every in-place op on a leaf.
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
   Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& add_(const Scalar& other);
   Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
@@ -200,6 +204,22 @@ class Tensor {
   Tensor sum(I dim, bool keepdim = false) const { return sum(Shape{int64_t(dim)}, keepdim); }
   template <std::integral I>
   Tensor mean(I dim, bool keepdim = false) const { return mean(Shape{int64_t(dim)}, keepdim); }
+  // x.var(), x.std(false): every element (only a bool picks these; a braced list is dims).
+  template <std::same_as<bool> B = bool>
+  Tensor var(B unbiased = true) const { return var(Shape{}, unbiased); }
+  template <std::same_as<bool> B = bool>
+  Tensor std(B unbiased = true) const { return std(Shape{}, unbiased); }
+  // x.var(1), x.std(-1, true, true): one dim.
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  Tensor var(I dim, bool unbiased = true, bool keepdim = false) const {
+    return var(Shape{int64_t(dim)}, unbiased, keepdim);
+  }
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  Tensor std(I dim, bool unbiased = true, bool keepdim = false) const {
+    return std(Shape{int64_t(dim)}, unbiased, keepdim);
+  }
   // (values, indices) along dim, as LibTorch's max(dim) / min(dim).
   template <std::integral I>
   std::tuple<Tensor, Tensor> max(I dim, bool keepdim = false) const { return max_dim(dim, keepdim); }

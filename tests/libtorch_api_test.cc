@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sloth/sloth.h"
+#include "tests/support/errors.h"
 
 namespace {
 
@@ -387,6 +388,38 @@ TEST(Losses, BadShapesThrowNamingBoth) {
   }
   EXPECT_THROW(huber_loss(x, x, kMean, 0.0), Error);
   EXPECT_NEAR(l1_loss(x, loss_y()).item(), 1.366666666667, 1e-9);   // still works
+}
+
+TEST(TensorConveniences, VarAndStdSpellings) {
+  // PyTorch 1.13: x.var() 13.866666666666665, x.std(False) 3.39934634239519,
+  // x.var(1) [2.333.., 16.0], x.std(0, True, True) [[1.414.., 3.535.., 4.949..]].
+  const Tensor x = tensor({1, 2, 4, 3, 7, 11}, {2, 3}, kFloat64);
+  EXPECT_NEAR(x.var().item(), 13.866666666666665, 1e-12);
+  EXPECT_NEAR(x.std(false).item(), std::sqrt(13.866666666666665 * 5 / 6), 1e-12);
+  EXPECT_EQ(x.var(1).shape(), (Shape{2}));
+  EXPECT_NEAR(x.var(1).to_vector<double>()[1], 16.0, 1e-12);
+  EXPECT_EQ(x.std(0, true, true).shape(), (Shape{1, 3}));
+  EXPECT_NEAR(x.std(0, true, true).to_vector<double>()[1], std::sqrt(12.5), 1e-12);
+  EXPECT_NEAR(x.var({0, 1}).item(), 13.866666666666665, 1e-12);
+}
+
+TEST(ModuleApi, NamedParametersAreAnOrderedDictWithKeyAndValue) {
+  nn::Sequential seq(nn::Linear(3, 2), nn::ReLU(), nn::Linear(2, 1));
+  std::vector<std::string> keys;
+  for (auto& p : seq->named_parameters()) keys.push_back(p.key() + shape_str(p.value().shape()));
+  EXPECT_EQ(keys, (std::vector<std::string>{"0.weight[2, 3]", "0.bias[2]", "2.weight[1, 2]",
+                                            "2.bias[1]"}));
+  auto params = seq->named_parameters();
+  EXPECT_EQ(params["2.bias"].shape(), (Shape{1}));
+  EXPECT_TRUE(params.contains("0.weight"));
+  EXPECT_EQ(params.find("1.weight"), nullptr);
+  EXPECT_EQ(params.keys().size(), 4u);
+  EXPECT_EQ(params.values()[1].shape(), (Shape{2}));
+  EXPECT_ERROR_HAS(params["0.wieght"], "Parameter '0.wieght' is not defined");
+  // Structured bindings and first/second still work.
+  for (auto& [name, t] : params) EXPECT_TRUE(t.requires_grad()) << name;
+  EXPECT_EQ(params[0].first, "0.weight");
+  EXPECT_EQ(seq->named_children()["1"]->name(), "ReLU");
 }
 
 }  // namespace
