@@ -296,3 +296,46 @@ Metadata load(Module& module, const std::string& path) {
 }
 
 }  // namespace sloth::nn
+
+namespace sloth {
+
+void save(const std::vector<Tensor>& tensors, const std::string& path) {
+  nn::NamedTensors named;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined())
+      fail("save(%s): tensor %d of %d is undefined; only defined tensors can be saved", path, i,
+           tensors.size());
+    named.emplace_back(std::to_string(i), tensors[i]);
+  }
+  nn::save_safetensors(named, path);
+}
+void save(const Tensor& tensor, const std::string& path) {
+  save(std::vector<Tensor>{tensor}, path);
+}
+
+void load(std::vector<Tensor>& tensors, const std::string& path) {
+  nn::SafetensorsFile file = nn::load_safetensors(path);
+  std::vector<Tensor> out(file.tensors.size());
+  for (auto& [name, t] : file.tensors) {
+    size_t i = 0;
+    const bool numbered = !name.empty() && name.size() < 10 &&
+                          name.find_first_not_of("0123456789") == std::string::npos &&
+                          (i = std::stoul(name)) < out.size() && !out[i].defined();
+    if (!numbered)
+      fail("load(%s): tensor '%s' is not one of \"0\" .. \"%d\": the file was not written by "
+           "sloth::save of tensors (load a module's checkpoint into the module)", path, name,
+           out.size() - 1);
+    out[i] = t;
+  }
+  tensors = std::move(out);
+}
+void load(Tensor& tensor, const std::string& path) {
+  std::vector<Tensor> ts;
+  load(ts, path);
+  if (ts.size() != 1)
+    fail("load(%s): the file holds %d tensors, not one; load it into a std::vector<Tensor>",
+         path, ts.size());
+  tensor = ts[0];
+}
+
+}  // namespace sloth

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,3 +54,37 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 Metadata load(Module& module, const std::string& path);
 
 }  // namespace sloth::nn
+
+namespace sloth {
+
+// LibTorch's torch::save / torch::load spellings over the checkpoints above: a model (holder
+// or shared_ptr), an optimizer, a tensor or a vector of tensors. The file is safetensors, not
+// a TorchScript archive: it round-trips within sloth (and reads in Python's safetensors), it
+// does not load into LibTorch. Loading a model is strict and changes nothing on a mismatch.
+template <class H>
+  requires nn::is_module_holder_v<H>
+void save(const H& module, const std::string& path) { nn::save(*module, path); }
+template <class H>
+  requires nn::is_module_holder_v<H>
+void load(H& module, const std::string& path) { nn::load(*module, path); }
+template <class M>
+  requires std::is_base_of_v<nn::Module, M>
+void save(const std::shared_ptr<M>& module, const std::string& path) { nn::save(*module, path); }
+template <class M>
+  requires std::is_base_of_v<nn::Module, M>
+void load(const std::shared_ptr<M>& module, const std::string& path) { nn::load(*module, path); }
+// An optimizer (its own save/load: state, step counts, learning rate).
+template <class O>
+  requires requires(O& o, const std::string& p) { o.save(p); o.load(p); }
+void save(const O& optimizer, const std::string& path) { optimizer.save(path); }
+template <class O>
+  requires requires(O& o, const std::string& p) { o.save(p); o.load(p); }
+void load(O& optimizer, const std::string& path) { optimizer.load(path); }
+// Tensors are stored as "0", "1", ...; load replaces `tensor` (or the vector's contents) by
+// what the file holds, as LibTorch's torch::load assigns.
+void save(const Tensor& tensor, const std::string& path);
+void save(const std::vector<Tensor>& tensors, const std::string& path);
+void load(Tensor& tensor, const std::string& path);
+void load(std::vector<Tensor>& tensors, const std::string& path);
+
+}  // namespace sloth

@@ -423,3 +423,51 @@ TEST(CheckpointBuffers, MismatchedBuffersThrowAndLeaveTheModuleUnchanged) {
     expect_rejected_with(dir + "/extra.safetensors", "unexpected tensor '1.extra_stat'");
   }
 }
+
+namespace {
+
+// LibTorch's spellings: torch::save(model, path) / torch::load(model, path) for a holder or a
+// shared_ptr, an optimizer, a tensor and a vector of tensors.
+TEST(CheckpointLibTorchSpelling, SaveAndLoadModelsOptimizersAndTensors) {
+  const std::string dir = tmp_dir();
+  manual_seed(4);
+  nn::Sequential a(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  nn::Sequential b(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  sloth::save(a, dir + "/model.pt");
+  ASSERT_NE(values(*a), values(*b));
+  sloth::load(b, dir + "/model.pt");
+  EXPECT_EQ(values(*a), values(*b));
+
+  auto shared = std::make_shared<nn::LinearImpl>(2, 2);
+  auto other = std::make_shared<nn::LinearImpl>(2, 2);
+  sloth::save(shared, dir + "/lin.pt");
+  sloth::load(other, dir + "/lin.pt");
+  EXPECT_EQ(values(*shared), values(*other));
+
+  optim::SGD opt(a->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  a->forward(ones({1, 3})).sum().backward();
+  opt.step();
+  sloth::save(opt, dir + "/opt.pt");
+  optim::SGD opt2(b->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  sloth::load(opt2, dir + "/opt.pt");
+
+  const Tensor t = tensor({1.5, -2.0, 3.25}, {3}, kFloat64);
+  sloth::save(t, dir + "/t.pt");
+  Tensor u;
+  sloth::load(u, dir + "/t.pt");
+  EXPECT_EQ(u.dtype(), kFloat64);
+  EXPECT_EQ(u.to_vector<double>(), (std::vector<double>{1.5, -2.0, 3.25}));
+  sloth::save(std::vector<Tensor>{t, ones({2, 2})}, dir + "/ts.pt");
+  std::vector<Tensor> ts;
+  sloth::load(ts, dir + "/ts.pt");
+  ASSERT_EQ(ts.size(), 2u);
+  EXPECT_EQ(ts[1].shape(), (Shape{2, 2}));
+  EXPECT_EQ(ts[0].to_vector<double>(), (std::vector<double>{1.5, -2.0, 3.25}));
+  // A model's file is not a tensor file, and two tensors do not load into one.
+  Tensor one;
+  EXPECT_THROW(sloth::load(one, dir + "/model.pt"), Error);
+  EXPECT_THROW(sloth::load(one, dir + "/ts.pt"), Error);
+  EXPECT_FALSE(one.defined());
+}
+
+}  // namespace
