@@ -143,6 +143,8 @@ class Module : public std::enable_shared_from_this<Module> {
  protected:
   virtual std::string extra_repr() const { return ""; }
   void add_child(const std::string& name, std::shared_ptr<Module> m);
+  // Containers that insert or remove children (ModuleList, ModuleDict) re-register them all.
+  void clear_children() { children_.clear(); }
 
  private:
   void collect(const std::string& prefix, bool recurse, bool buffers,

@@ -24,4 +24,5 @@
 #include "nn/distance.h"    // LibTorch API: cosine_similarity, pairwise_distance
 #include "nn/upsampling.h"  // LibTorch API: F::interpolate, nn::Upsample
 #include "nn/init.h"        // LibTorch API: torch::nn::init
+#include "nn/containers.h"  // LibTorch API: ModuleList, ModuleDict
 #include "nn/distributed.h"  // distributed: DistributedDataParallel, DistributedSampler
