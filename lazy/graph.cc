@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/prefetch.h"
 #include "lazy/size_key.h"
 
@@ -19,6 +20,95 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// The graph's distinct shapes (Graph::shapes), looked up by span: a node's shape is
+// compared with the previous node's first (runs of one shape are the rule), then here.
+struct SpanHash {
+  using is_transparent = void;
+  size_t operator()(IntSpan s) const { return absl::HashOf(s); }
+};
+struct SpanEq {
+  using is_transparent = void;
+  bool operator()(IntSpan a, IntSpan b) const { return a == b; }
+};
+class ShapeTable {
+ public:
+  explicit ShapeTable(std::vector<Shape>* shapes) : shapes_(shapes) {}
+  int32_t id(IntSpan s) {
+    if (last_ >= 0 && IntSpan((*shapes_)[last_]) == s) return last_;
+    if (auto it = index_.find(s); it != index_.end()) return last_ = it->second;
+    last_ = static_cast<int32_t>(shapes_->size());
+    shapes_->emplace_back(s.begin(), s.end());
+    index_.emplace(Shape(s.begin(), s.end()), last_);
+    return last_;
+  }
+
+ private:
+  std::vector<Shape>* shapes_;
+  absl::flat_hash_map<Shape, int32_t, SpanHash, SpanEq> index_;
+  int32_t last_ = -1;
+};
+
+// Graph::sizes_trivial, followed while the graph is built: the inputs' components (a union-
+// find over input numbers, joined by each elementwise node) and each value's component.
+class TrivialSizes {
+ public:
+  bool ok = true;
+  void input(const Layout& l, int32_t shape) {
+    parent_.push_back(static_cast<int32_t>(parent_.size()));
+    input_shape_.push_back(shape);
+    int64_t contiguous = 1;
+    for (size_t d = l.strides.size(); d-- > 0;) {
+      if (l.shape[d] == 0) ok = false;
+      if (l.shape[d] != 1 && l.strides[d] != contiguous) ok = false;
+      contiguous *= std::max<int64_t>(l.shape[d], 1);
+    }
+  }
+  // A node of shape `shape` (number): starts its operand walk.
+  void begin(OpId op, int32_t shape) {
+    const OpCategory cat = op_category(op);
+    if (!(cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) ||
+        size_attrs_of(op) != SizeAttrs::kNone)
+      ok = false;
+    shape_ = shape;
+    comp_ = -1;
+  }
+  // Operand of kind 1 (input) or 3 (value) with number `slot`.
+  void operand(uint64_t kind, int32_t slot, const std::vector<Graph::Value>& values) {
+    if (kind == 2) return;
+    const int32_t shape = kind == 1 ? input_shape_[slot] : values[slot].shape;
+    if (shape != shape_) {
+      ok = false;
+      return;
+    }
+    const int32_t c = find(kind == 1 ? slot : value_comp_[slot]);
+    if (comp_ < 0) comp_ = c;
+    else if (c != comp_) parent_[std::max(c, comp_)] = std::min(c, comp_), comp_ = std::min(c, comp_);
+  }
+  void end() {
+    if (comp_ < 0) ok = false;  // no operand with sizes: sizes of its own (a factory)
+    value_comp_.push_back(comp_);
+  }
+  // After the walk: one component, whose shape has distinct sizes >= 2.
+  bool result(const std::vector<Shape>& shapes) {
+    if (!ok || parent_.empty()) return false;
+    for (size_t i = 0; i < parent_.size(); ++i)
+      if (find(static_cast<int32_t>(i)) != 0) return false;
+    const Shape& s = shapes[input_shape_[0]];
+    for (size_t a = 0; a < s.size(); ++a)
+      for (size_t b = a + 1; b < s.size(); ++b)
+        if (s[a] >= 2 && s[a] == s[b]) return false;
+    return true;
+  }
+
+ private:
+  int32_t find(int32_t a) {
+    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
+    return a;
+  }
+  std::vector<int32_t> parent_, input_shape_, value_comp_;
+  int32_t shape_ = -1, comp_ = -1;
+};
+
 }  // namespace
 
 namespace {
@@ -33,9 +123,28 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
   std::vector<std::pair<Node*, size_t>> stack;
+  ShapeTable shapes(&g.shapes);
+  TrivialSizes trivial;
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
-  for (Node* root : starts) {
+  // At least a node per root (a wide graph: exactly that): sized once, not grown.
+  g.order.reserve(starts.size());
+  g.values.reserve(starts.size());
+  g.operands.reserve(2 * starts.size());
+  for (size_t j = 0; j < starts.size(); ++j) {
+    Node* root = starts[j];
+    // A wide graph is a walk over many roots, each a small cone: the roots ahead are
+    // fetched (their first lines, then their operands and shape once those lines are in).
+    if (j + 2 * kAhead < starts.size()) {
+      const Node* far = starts[j + 2 * kAhead];
+      __builtin_prefetch(far, 1, 3);
+      __builtin_prefetch(reinterpret_cast<const char*>(far) + 64, 1, 3);
+    }
+    if (j + kAhead < starts.size()) {
+      const Node* near = starts[j + kAhead];
+      for (const auto& in : near->inputs) __builtin_prefetch(in.get(), 1, 3);
+      __builtin_prefetch(near->shape.data());
+    }
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 1)) continue;
     stack.push_back({root, 0});
     root->mark = mark;
@@ -54,6 +163,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
           in->slot = static_cast<int32_t>(g.inputs.size());
           g.inputs.push_back(in);
           key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
+          trivial.input(in->data->layout, shapes.id(IntSpan(in->data->layout.shape)));
           // The stride of a size-1 dim addresses nothing: [1, 4] with strides [4, 1] and with
           // [1, 1] (a parameter written back through a transpose) is one layout to a plan.
           // Sizes and strides hash as symbols (lazy/size_key.h).
@@ -94,6 +204,8 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       h = mix(h, static_cast<uint64_t>(n->dtype));
       h = mix(h, 0x4000 + n->shape.size());
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
+      const int32_t shape_id = shapes.id(IntSpan(n->shape));
+      if (trivial.ok) trivial.begin(n->op, shape_id);
       // A node without attributes is keyed with the default ones, which are hot, instead of
       // its own (three cold cache lines per node of a long chain).
       static const Attrs kNoAttrs;
@@ -102,7 +214,10 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
         g.operands.push_back(static_cast<uint32_t>(kind << 30) | static_cast<uint32_t>(in->slot));
+        if (trivial.ok) trivial.operand(kind, in->slot, g.values);
       }
+      if (trivial.ok) trivial.end();
+      g.values.push_back({n->op, n->dtype, n->has_attrs, static_cast<int32_t>(n->inputs.size()), shape_id});
       key = mix(key, h);
       stack.pop_back();
     }
@@ -123,7 +238,8 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   // survives the sync reading it. View caches do not count (see Node::cache_refs).
   for (size_t i = 0; i < g.order.size(); ++i) {
     Node* n = g.order[i];
-    if (i + kAhead < g.order.size()) __builtin_prefetch(g.order[i + kAhead], 1, 3);
+    // Little work per node: fetched further ahead than the walk's kAhead.
+    if (i + 4 * kAhead < g.order.size()) __builtin_prefetch(g.order[i + 4 * kAhead], 1, 3);
     if (n->mark == (mark | 3)) continue;
     if (n->use_count() > static_cast<int64_t>(n->graph_refs) + n->cache_refs) {
       n->mark = mark | 3;
@@ -132,6 +248,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }
+  g.sizes_trivial = trivial.result(g.shapes);
   g.struct_key = key;
   g.key = mix(key, sizes.stream_hash());
   g.sizes = sizes.take_values();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "core/shape.h"
 #include "lazy/node.h"
 
 namespace sloth::lazy {
@@ -31,6 +32,25 @@ struct Graph {
   uint64_t struct_key = 0;
   std::vector<int64_t> sizes;
   std::vector<uint32_t> size_ids;
+  // What lowering needs of each node, gathered while the walk has the node in cache, so that
+  // lower() does not visit the nodes again (scattered over memory: on a graph of 1e5 nodes
+  // every visit is a cache miss). values[i] describes order[i]; shape numbers index `shapes`,
+  // the graph's distinct shapes, each stored once (equal numbers: equal shapes).
+  struct Value {
+    OpId op;
+    DType dtype;
+    bool has_attrs;
+    int32_t num_inputs;
+    int32_t shape;
+  };
+  std::vector<Value> values;
+  std::vector<Shape> shapes;
+  // True when no size can coincide with another that the ops do not force equal, seen while
+  // building: every node is elementwise over operands of its own shape (or scalars), the
+  // inputs are contiguous, all joined into one component by the ops, of one shape whose sizes
+  // >= 2 are distinct. The size-provenance pass (lazy/size_provenance.h) has nothing to split
+  // then, and the scheduler skips it (and CSE runs inside the lowering walk).
+  bool sizes_trivial = false;
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);
