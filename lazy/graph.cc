@@ -222,8 +222,10 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       stack.pop_back();
     }
   }
-  for (const auto& r : roots) {
-    Node* root = r.get();
+  for (size_t j = 0; j < roots.size(); ++j) {
+    Node* root = roots[j].get();
+    // Read again after the walk: on a wide graph evicted since (fetched ahead).
+    if (j + 4 * kAhead < roots.size()) __builtin_prefetch(roots[j + 4 * kAhead].get(), 1, 3);
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 3)) continue;
     root->mark = mark | 3;
     g.roots.push_back(root);
