@@ -275,8 +275,8 @@ bool is_collective(OpId op) {
 Graph build_graph(absl::Span<const NodePtr> roots) {
   Graph g = build_graph_from(roots, {});
   std::vector<Node*> collectives;
-  for (Node* n : g.order)
-    if (is_collective(n->op)) collectives.push_back(n);
+  for (size_t i = 0; i < g.order.size(); ++i)  // ops from Graph::values: no node is read
+    if (is_collective(g.values[i].op)) collectives.push_back(g.order[i]);
   if (collectives.empty()) return g;
   // Smallest cone first: the graph does not keep the recording order, and DDP's buckets
   // (last layers first) have growing cones, so this starts them in backward's order.
