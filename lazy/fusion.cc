@@ -307,6 +307,8 @@ void compute_kernel_outputs(Plan& p, bool liveness) {
   for (int32_t o : p.outputs) needed[o] = 1;
   std::vector<int32_t> last;  // liveness: the last kernel reading each slot
   if (liveness) last.assign(ns, -1);
+  p.read_counts.assign(liveness ? ns : 0, 0);
+  int32_t* reads = liveness ? p.read_counts.data() : nullptr;
   // One walk over the instructions in kernel order (a plan of 1e5 instructions is ~10 MB: a
   // second walk reads it from memory again). Kernels run in order and an instruction's
   // operands are made before it, so each operand's kernel is known when its reader is seen.
@@ -317,7 +319,10 @@ void compute_kernel_outputs(Plan& p, bool liveness) {
         const Instr& in = p.instrs[i];
         for (int32_t s : in.in) {
           if (kernel_of[s] >= 0 && kernel_of[s] != static_cast<int32_t>(k)) needed[s] = 1;
-          if (liveness) last[s] = static_cast<int32_t>(k);
+          if (liveness) {
+            last[s] = static_cast<int32_t>(k);
+            ++reads[s];
+          }
         }
         out_at[at++] = in.out;
         kernel_of[in.out] = static_cast<int32_t>(k);
