@@ -34,7 +34,7 @@ class ShapeTable {
  public:
   explicit ShapeTable(std::vector<Shape>* shapes) : shapes_(shapes) {}
   int32_t id(IntSpan s) {
-    if (last_ >= 0 && IntSpan((*shapes_)[last_]) == s) return last_;
+    if (last_ >= 0 && same((*shapes_)[last_], s)) return last_;
     if (auto it = index_.find(s); it != index_.end()) return last_ = it->second;
     last_ = static_cast<int32_t>(shapes_->size());
     shapes_->emplace_back(s.begin(), s.end());
@@ -43,6 +43,13 @@ class ShapeTable {
   }
 
  private:
+  // An inline loop: a shape has a few dims, and Span's == calls memcmp for them.
+  static bool same(const Shape& a, IntSpan b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
   std::vector<Shape>* shapes_;
   absl::flat_hash_map<Shape, int32_t, SpanHash, SpanEq> index_;
   int32_t last_ = -1;
