@@ -120,6 +120,8 @@ class TrivialSizes {
 
 namespace {
 
+bool is_collective(OpId op);
+
 // `first`: nodes whose operand cones are emitted before everything else (they are not roots).
 Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> first) {
   Graph g;
@@ -130,13 +132,10 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
   std::vector<std::pair<Node*, size_t>> stack;
-  ShapeTable shapes(&g.shapes);
-  TrivialSizes trivial;
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
   // At least a node per root (a wide graph: exactly that): sized once, not grown.
   g.order.reserve(starts.size());
-  g.values.reserve(starts.size());
   g.operands.reserve(2 * starts.size());
   for (size_t j = 0; j < starts.size(); ++j) {
     Node* root = starts[j];
@@ -170,7 +169,6 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
           in->slot = static_cast<int32_t>(g.inputs.size());
           g.inputs.push_back(in);
           key = mix(key, 0x1000 + static_cast<uint64_t>(in->dtype));
-          trivial.input(in->data->layout, shapes.id(IntSpan(in->data->layout.shape)));
           // The stride of a size-1 dim addresses nothing: [1, 4] with strides [4, 1] and with
           // [1, 1] (a parameter written back through a transpose) is one layout to a plan.
           // Sizes and strides hash as symbols (lazy/size_key.h).
@@ -211,8 +209,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       h = mix(h, static_cast<uint64_t>(n->dtype));
       h = mix(h, 0x4000 + n->shape.size());
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
-      const int32_t shape_id = shapes.id(IntSpan(n->shape));
-      if (trivial.ok) trivial.begin(n->op, shape_id);
+      g.collectives |= is_collective(n->op);
       // A node without attributes is keyed with the default ones, which are hot, instead of
       // its own (three cold cache lines per node of a long chain).
       static const Attrs kNoAttrs;
@@ -221,10 +218,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
         g.operands.push_back(static_cast<uint32_t>(kind << 30) | static_cast<uint32_t>(in->slot));
-        if (trivial.ok) trivial.operand(kind, in->slot, g.values);
       }
-      if (trivial.ok) trivial.end();
-      g.values.push_back({n->op, n->dtype, n->has_attrs, static_cast<int32_t>(n->inputs.size()), shape_id});
       key = mix(key, h);
       stack.pop_back();
     }
@@ -257,7 +251,6 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }
-  g.sizes_trivial = trivial.result(g.shapes);
   g.struct_key = key;
   g.key = mix(key, sizes.stream_hash());
   g.sizes = sizes.take_values();
@@ -281,10 +274,10 @@ bool is_collective(OpId op) {
 // order everywhere. Values do not depend on the order (random ops draw from (seed, offset)).
 Graph build_graph(absl::Span<const NodePtr> roots) {
   Graph g = build_graph_from(roots, {});
+  if (!g.collectives) return g;  // seen in the walk: the nodes are not read again
   std::vector<Node*> collectives;
-  for (size_t i = 0; i < g.order.size(); ++i)  // ops from Graph::values: no node is read
-    if (is_collective(g.values[i].op)) collectives.push_back(g.order[i]);
-  if (collectives.empty()) return g;
+  for (Node* n : g.order)
+    if (is_collective(n->op)) collectives.push_back(n);
   // Smallest cone first: the graph does not keep the recording order, and DDP's buckets
   // (last layers first) have growing cones, so this starts them in backward's order.
   std::vector<size_t> cone(collectives.size(), 0);
@@ -309,6 +302,38 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   std::vector<Node*> first;
   for (size_t c : by_cone) first.push_back(collectives[c]);
   return build_graph_from(roots, first);
+}
+
+void gather_values(Graph& g) {
+  if (g.values.size() == g.order.size() && !g.order.empty()) return;
+  g.values.clear();
+  g.shapes.clear();
+  g.values.reserve(g.order.size());
+  ShapeTable shapes(&g.shapes);
+  TrivialSizes trivial;
+  for (Node* in : g.inputs) trivial.input(in->data->layout, shapes.id(IntSpan(in->data->layout.shape)));
+  // The nodes in order (fetched ahead: on a graph of 1e5 they are scattered over memory),
+  // their operands from Graph::operands.
+  constexpr size_t kFar = 16, kNear = 8;
+  size_t next_operand = 0;
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    if (i + kFar < g.order.size()) __builtin_prefetch(g.order[i + kFar]);
+    if (i + kNear < g.order.size()) __builtin_prefetch(g.order[i + kNear]->shape.data());
+    const Node* n = g.order[i];
+    const int32_t shape_id = shapes.id(IntSpan(n->shape));
+    const int32_t num_inputs = static_cast<int32_t>(n->inputs.size());
+    if (trivial.ok) {
+      trivial.begin(n->op, shape_id);
+      for (int32_t k = 0; k < num_inputs; ++k) {
+        const uint32_t ref = g.operands[next_operand + k];
+        trivial.operand(Graph::operand_kind(ref), Graph::operand_slot(ref), g.values);
+      }
+      trivial.end();
+    }
+    next_operand += num_inputs;
+    g.values.push_back({n->op, n->dtype, n->has_attrs, num_inputs, shape_id});
+  }
+  g.sizes_trivial = trivial.result(g.shapes);
 }
 
 }  // namespace sloth::lazy

@@ -32,10 +32,13 @@ struct Graph {
   uint64_t struct_key = 0;
   std::vector<int64_t> sizes;
   std::vector<uint32_t> size_ids;
-  // What lowering needs of each node, gathered while the walk has the node in cache, so that
-  // lower() does not visit the nodes again (scattered over memory: on a graph of 1e5 nodes
-  // every visit is a cache miss). values[i] describes order[i]; shape numbers index `shapes`,
-  // the graph's distinct shapes, each stored once (equal numbers: equal shapes).
+  bool collectives = false;  // some node is a collective (build_graph orders them first)
+  // What lowering needs of each node, filled by gather_values on a plan-cache miss (a hit needs
+  // none of it, so the walk every sync makes does not pay for it): one prefetched pass over
+  // the nodes, after which lower() and the passes after it read no node but for attributes
+  // (scattered over memory: on a graph of 1e5 nodes every visit is a cache miss). values[i]
+  // describes order[i]; shape numbers index `shapes`, the graph's distinct shapes, each
+  // stored once (equal numbers: equal shapes).
   struct Value {
     OpId op;
     DType dtype;
@@ -45,8 +48,8 @@ struct Graph {
   };
   std::vector<Value> values;
   std::vector<Shape> shapes;
-  // True when no size can coincide with another that the ops do not force equal, seen while
-  // building: every node is elementwise over operands of its own shape (or scalars), the
+  // True when no size can coincide with another that the ops do not force equal (set by
+  // gather_values): every node is elementwise over operands of its own shape (or scalars), the
   // inputs are contiguous, all joined into one component by the ops, of one shape whose sizes
   // >= 2 are distinct. The size-provenance pass (lazy/size_provenance.h) has nothing to split
   // then, and the scheduler skips it (and CSE runs inside the lowering walk).
@@ -54,5 +57,9 @@ struct Graph {
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);
+
+// Fills g.values, g.shapes and g.sizes_trivial (once; lower() calls it on a copy of a graph
+// that lacks them).
+void gather_values(Graph& g);
 
 }  // namespace sloth::lazy

@@ -16,6 +16,11 @@ namespace sloth::lazy {
 Plan lower(const Graph& g) { return lower(g, nullptr, nullptr); }
 
 Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
+  if (g.values.size() != g.order.size()) {  // a caller that did not gather them
+    Graph full = g;
+    gather_values(full);
+    return lower(full, resize, ctx);
+  }
   Plan p;
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());

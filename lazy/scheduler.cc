@@ -305,6 +305,7 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
       bool log;
       std::optional<StandInSizes> stand;
     } general{&g, {}, log_enabled("plans"), std::nullopt};
+    gather_values(g);  // what lowering reads of the nodes, and Graph::sizes_trivial
     // A graph whose sizes cannot coincide (Graph::sizes_trivial, seen while building it)
     // skips the pass, and CSE runs inside the lowering walk.
     auto plan = std::make_shared<Plan>(
