@@ -303,25 +303,31 @@ void compute_kernel_outputs(Plan& p, bool liveness) {
   for (const Kernel& k : p.kernels) total += k.instrs.size();
   std::vector<int32_t> out_at(total);
   std::vector<int32_t> kernel_of(ns, -1);
-  {
-    size_t at = 0;
-    for (size_t k = 0; k < p.kernels.size(); ++k)
-      for (int32_t i : p.kernels[k].instrs) {
-        const int32_t o = p.instrs[i].out;
-        out_at[at++] = o;
-        kernel_of[o] = static_cast<int32_t>(k);
-      }
-  }
   std::vector<char> needed(ns, 0);
   for (int32_t o : p.outputs) needed[o] = 1;
   std::vector<int32_t> last;  // liveness: the last kernel reading each slot
   if (liveness) last.assign(ns, -1);
-  for (size_t k = 0; k < p.kernels.size(); ++k)
-    for (int32_t i : p.kernels[k].instrs)
-      for (int32_t s : p.instrs[i].in) {
-        if (kernel_of[s] >= 0 && kernel_of[s] != static_cast<int32_t>(k)) needed[s] = 1;
-        if (liveness) last[s] = static_cast<int32_t>(k);
+  p.read_counts.assign(liveness ? ns : 0, 0);
+  int32_t* reads = liveness ? p.read_counts.data() : nullptr;
+  // One walk over the instructions in kernel order (a plan of 1e5 instructions is ~10 MB: a
+  // second walk reads it from memory again). Kernels run in order and an instruction's
+  // operands are made before it, so each operand's kernel is known when its reader is seen.
+  {
+    size_t at = 0;
+    for (size_t k = 0; k < p.kernels.size(); ++k)
+      for (int32_t i : p.kernels[k].instrs) {
+        const Instr& in = p.instrs[i];
+        for (int32_t s : in.in) {
+          if (kernel_of[s] >= 0 && kernel_of[s] != static_cast<int32_t>(k)) needed[s] = 1;
+          if (liveness) {
+            last[s] = static_cast<int32_t>(k);
+            ++reads[s];
+          }
+        }
+        out_at[at++] = in.out;
+        kernel_of[in.out] = static_cast<int32_t>(k);
       }
+  }
   size_t at = 0;
   for (Kernel& k : p.kernels) {
     k.outputs.clear();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/prefetch.h"
 #include "lazy/size_key.h"
 
@@ -19,9 +20,107 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// The graph's distinct shapes (Graph::shapes), looked up by span: a node's shape is
+// compared with the previous node's first (runs of one shape are the rule), then here.
+struct SpanHash {
+  using is_transparent = void;
+  size_t operator()(IntSpan s) const { return absl::HashOf(s); }
+};
+struct SpanEq {
+  using is_transparent = void;
+  bool operator()(IntSpan a, IntSpan b) const { return a == b; }
+};
+class ShapeTable {
+ public:
+  explicit ShapeTable(std::vector<Shape>* shapes) : shapes_(shapes) {}
+  int32_t id(IntSpan s) {
+    if (last_ >= 0 && same((*shapes_)[last_], s)) return last_;
+    if (auto it = index_.find(s); it != index_.end()) return last_ = it->second;
+    last_ = static_cast<int32_t>(shapes_->size());
+    shapes_->emplace_back(s.begin(), s.end());
+    index_.emplace(Shape(s.begin(), s.end()), last_);
+    return last_;
+  }
+
+ private:
+  // An inline loop: a shape has a few dims, and Span's == calls memcmp for them.
+  static bool same(const Shape& a, IntSpan b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  std::vector<Shape>* shapes_;
+  absl::flat_hash_map<Shape, int32_t, SpanHash, SpanEq> index_;
+  int32_t last_ = -1;
+};
+
+// Graph::sizes_trivial, followed while the graph is built: the inputs' components (a union-
+// find over input numbers, joined by each elementwise node) and each value's component.
+class TrivialSizes {
+ public:
+  bool ok = true;
+  void input(const Layout& l, int32_t shape) {
+    parent_.push_back(static_cast<int32_t>(parent_.size()));
+    input_shape_.push_back(shape);
+    int64_t contiguous = 1;
+    for (size_t d = l.strides.size(); d-- > 0;) {
+      if (l.shape[d] == 0) ok = false;
+      if (l.shape[d] != 1 && l.strides[d] != contiguous) ok = false;
+      contiguous *= std::max<int64_t>(l.shape[d], 1);
+    }
+  }
+  // A node of shape `shape` (number): starts its operand walk.
+  void begin(OpId op, int32_t shape) {
+    const OpCategory cat = op_category(op);
+    if (!(cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) ||
+        size_attrs_of(op) != SizeAttrs::kNone)
+      ok = false;
+    shape_ = shape;
+    comp_ = -1;
+  }
+  // Operand of kind 1 (input) or 3 (value) with number `slot`.
+  void operand(uint64_t kind, int32_t slot, const std::vector<Graph::Value>& values) {
+    if (kind == 2) return;
+    const int32_t shape = kind == 1 ? input_shape_[slot] : values[slot].shape;
+    if (shape != shape_) {
+      ok = false;
+      return;
+    }
+    const int32_t c = find(kind == 1 ? slot : value_comp_[slot]);
+    if (comp_ < 0) comp_ = c;
+    else if (c != comp_) parent_[std::max(c, comp_)] = std::min(c, comp_), comp_ = std::min(c, comp_);
+  }
+  void end() {
+    if (comp_ < 0) ok = false;  // no operand with sizes: sizes of its own (a factory)
+    value_comp_.push_back(comp_);
+  }
+  // After the walk: one component, whose shape has distinct sizes >= 2.
+  bool result(const std::vector<Shape>& shapes) {
+    if (!ok || parent_.empty()) return false;
+    for (size_t i = 0; i < parent_.size(); ++i)
+      if (find(static_cast<int32_t>(i)) != 0) return false;
+    const Shape& s = shapes[input_shape_[0]];
+    for (size_t a = 0; a < s.size(); ++a)
+      for (size_t b = a + 1; b < s.size(); ++b)
+        if (s[a] >= 2 && s[a] == s[b]) return false;
+    return true;
+  }
+
+ private:
+  int32_t find(int32_t a) {
+    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
+    return a;
+  }
+  std::vector<int32_t> parent_, input_shape_, value_comp_;
+  int32_t shape_ = -1, comp_ = -1;
+};
+
 }  // namespace
 
 namespace {
+
+bool is_collective(OpId op);
 
 // `first`: nodes whose operand cones are emitted before everything else (they are not roots).
 Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> first) {
@@ -35,7 +134,23 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   std::vector<std::pair<Node*, size_t>> stack;
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
-  for (Node* root : starts) {
+  // At least a node per root (a wide graph: exactly that): sized once, not grown.
+  g.order.reserve(starts.size());
+  g.operands.reserve(2 * starts.size());
+  for (size_t j = 0; j < starts.size(); ++j) {
+    Node* root = starts[j];
+    // A wide graph is a walk over many roots, each a small cone: the roots ahead are
+    // fetched (their first lines, then their operands and shape once those lines are in).
+    if (j + 2 * kAhead < starts.size()) {
+      const Node* far = starts[j + 2 * kAhead];
+      __builtin_prefetch(far, 1, 3);
+      __builtin_prefetch(reinterpret_cast<const char*>(far) + 64, 1, 3);
+    }
+    if (j + kAhead < starts.size()) {
+      const Node* near = starts[j + kAhead];
+      for (const auto& in : near->inputs) __builtin_prefetch(in.get(), 1, 3);
+      __builtin_prefetch(near->shape.data());
+    }
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 1)) continue;
     stack.push_back({root, 0});
     root->mark = mark;
@@ -94,6 +209,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       h = mix(h, static_cast<uint64_t>(n->dtype));
       h = mix(h, 0x4000 + n->shape.size());
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
+      g.collectives |= is_collective(n->op);
       // A node without attributes is keyed with the default ones, which are hot, instead of
       // its own (three cold cache lines per node of a long chain).
       static const Attrs kNoAttrs;
@@ -107,8 +223,10 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       stack.pop_back();
     }
   }
-  for (const auto& r : roots) {
-    Node* root = r.get();
+  for (size_t j = 0; j < roots.size(); ++j) {
+    Node* root = roots[j].get();
+    // Read again after the walk: on a wide graph evicted since (fetched ahead).
+    if (j + 4 * kAhead < roots.size()) __builtin_prefetch(roots[j + 4 * kAhead].get(), 1, 3);
     if (root->materialized() || root->op == OpId::kScalar || root->mark == (mark | 3)) continue;
     root->mark = mark | 3;
     g.roots.push_back(root);
@@ -123,7 +241,8 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   // survives the sync reading it. View caches do not count (see Node::cache_refs).
   for (size_t i = 0; i < g.order.size(); ++i) {
     Node* n = g.order[i];
-    if (i + kAhead < g.order.size()) __builtin_prefetch(g.order[i + kAhead], 1, 3);
+    // Little work per node: fetched further ahead than the walk's kAhead.
+    if (i + 4 * kAhead < g.order.size()) __builtin_prefetch(g.order[i + 4 * kAhead], 1, 3);
     if (n->mark == (mark | 3)) continue;
     if (n->use_count() > static_cast<int64_t>(n->graph_refs) + n->cache_refs) {
       n->mark = mark | 3;
@@ -155,10 +274,10 @@ bool is_collective(OpId op) {
 // order everywhere. Values do not depend on the order (random ops draw from (seed, offset)).
 Graph build_graph(absl::Span<const NodePtr> roots) {
   Graph g = build_graph_from(roots, {});
+  if (!g.collectives) return g;  // seen in the walk: the nodes are not read again
   std::vector<Node*> collectives;
   for (Node* n : g.order)
     if (is_collective(n->op)) collectives.push_back(n);
-  if (collectives.empty()) return g;
   // Smallest cone first: the graph does not keep the recording order, and DDP's buckets
   // (last layers first) have growing cones, so this starts them in backward's order.
   std::vector<size_t> cone(collectives.size(), 0);
@@ -183,6 +302,38 @@ Graph build_graph(absl::Span<const NodePtr> roots) {
   std::vector<Node*> first;
   for (size_t c : by_cone) first.push_back(collectives[c]);
   return build_graph_from(roots, first);
+}
+
+void gather_values(Graph& g) {
+  if (g.values.size() == g.order.size() && !g.order.empty()) return;
+  g.values.clear();
+  g.shapes.clear();
+  g.values.reserve(g.order.size());
+  ShapeTable shapes(&g.shapes);
+  TrivialSizes trivial;
+  for (Node* in : g.inputs) trivial.input(in->data->layout, shapes.id(IntSpan(in->data->layout.shape)));
+  // The nodes in order (fetched ahead: on a graph of 1e5 they are scattered over memory),
+  // their operands from Graph::operands.
+  constexpr size_t kFar = 16, kNear = 8;
+  size_t next_operand = 0;
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    if (i + kFar < g.order.size()) __builtin_prefetch(g.order[i + kFar]);
+    if (i + kNear < g.order.size()) __builtin_prefetch(g.order[i + kNear]->shape.data());
+    const Node* n = g.order[i];
+    const int32_t shape_id = shapes.id(IntSpan(n->shape));
+    const int32_t num_inputs = static_cast<int32_t>(n->inputs.size());
+    if (trivial.ok) {
+      trivial.begin(n->op, shape_id);
+      for (int32_t k = 0; k < num_inputs; ++k) {
+        const uint32_t ref = g.operands[next_operand + k];
+        trivial.operand(Graph::operand_kind(ref), Graph::operand_slot(ref), g.values);
+      }
+      trivial.end();
+    }
+    next_operand += num_inputs;
+    g.values.push_back({n->op, n->dtype, n->has_attrs, num_inputs, shape_id});
+  }
+  g.sizes_trivial = trivial.result(g.shapes);
 }
 
 }  // namespace sloth::lazy

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "core/shape.h"
 #include "lazy/node.h"
 
 namespace sloth::lazy {
@@ -31,8 +32,34 @@ struct Graph {
   uint64_t struct_key = 0;
   std::vector<int64_t> sizes;
   std::vector<uint32_t> size_ids;
+  bool collectives = false;  // some node is a collective (build_graph orders them first)
+  // What lowering needs of each node, filled by gather_values on a plan-cache miss (a hit needs
+  // none of it, so the walk every sync makes does not pay for it): one prefetched pass over
+  // the nodes, after which lower() and the passes after it read no node but for attributes
+  // (scattered over memory: on a graph of 1e5 nodes every visit is a cache miss). values[i]
+  // describes order[i]; shape numbers index `shapes`, the graph's distinct shapes, each
+  // stored once (equal numbers: equal shapes).
+  struct Value {
+    OpId op;
+    DType dtype;
+    bool has_attrs;
+    int32_t num_inputs;
+    int32_t shape;
+  };
+  std::vector<Value> values;
+  std::vector<Shape> shapes;
+  // True when no size can coincide with another that the ops do not force equal (set by
+  // gather_values): every node is elementwise over operands of its own shape (or scalars), the
+  // inputs are contiguous, all joined into one component by the ops, of one shape whose sizes
+  // >= 2 are distinct. The size-provenance pass (lazy/size_provenance.h) has nothing to split
+  // then, and the scheduler skips it (and CSE runs inside the lowering walk).
+  bool sizes_trivial = false;
 };
 
 Graph build_graph(absl::Span<const NodePtr> roots);
+
+// Fills g.values, g.shapes and g.sizes_trivial (once; lower() calls it on a copy of a graph
+// that lacks them).
+void gather_values(Graph& g);
 
 }  // namespace sloth::lazy

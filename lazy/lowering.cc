@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "lazy/cse.h"
 #include "lazy/epilogue_sink.h"
 #include "lazy/fusion.h"
@@ -17,6 +16,11 @@ namespace sloth::lazy {
 Plan lower(const Graph& g) { return lower(g, nullptr, nullptr); }
 
 Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
+  if (g.values.size() != g.order.size()) {  // a caller that did not gather them
+    Graph full = g;
+    gather_values(full);
+    return lower(full, resize, ctx);
+  }
   Plan p;
   p.key = g.key;
   p.num_inputs = static_cast<int32_t>(g.inputs.size());
@@ -55,34 +59,29 @@ Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
   // the instructions numbered as the graph (then CSE is its own pass after it).
   std::optional<CseTable> cse;
   if (resize == nullptr) cse.emplace(value_base + g.order.size(), g.order.size());
-  // Shape numbering (Instr::shape_id): the previous node's shape is asked first (runs of one
-  // shape are the rule), then a map of the shapes seen.
+  // Shape numbering (Instr::shape_id): build_graph's numbers (Graph::shapes). What each
+  // instruction needs comes from Graph::values, not from the nodes: a node is read again only
+  // for its attributes, where it has any.
   p.shape_ids = true;
-  absl::flat_hash_map<Shape, int32_t> shape_ids;
-  const Shape* last_shape = nullptr;
-  int32_t last_shape_id = -1;
-  for (const Node* n : g.order) {
-    any_matmul |= n->op == OpId::kMatmul;
-    if (!n->has_attrs) {
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    const Graph::Value& v = g.values[i];
+    any_matmul |= v.op == OpId::kMatmul;
+    if (!v.has_attrs) {
       if (!last_empty) last_attrs = InstrAttrs();
       last_empty = true;
-    } else if (last_empty || !(n->attrs == last_attrs.get())) {
+    } else if (const Node* n = g.order[i]; last_empty || !(n->attrs == last_attrs.get())) {
       last_attrs = InstrAttrs(n->attrs);
       last_empty = false;
     }
-    const int32_t out = value_base + n->slot;
     // build_graph numbers values in g.order's order, so this is the next slot.
-    if (out != static_cast<int32_t>(p.slots.size())) std::abort();
+    const int32_t out = value_base + static_cast<int32_t>(i);
     Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kValue;
-    s.dtype = n->dtype;
-    s.shape = n->shape;
-    if (last_shape == nullptr || *last_shape != s.shape)
-      last_shape_id = shape_ids.try_emplace(s.shape, static_cast<int32_t>(shape_ids.size())).first->second;
-    last_shape = &s.shape;  // stays put: the slots are reserved
-    Instr in{n->op, n->dtype, s.shape, last_attrs, {}, out};
-    in.shape_id = last_shape_id;
-    for (size_t k = 0; k < n->inputs.size(); ++k) {
+    s.dtype = v.dtype;
+    s.shape = g.shapes[v.shape];
+    Instr in{v.op, v.dtype, s.shape, last_attrs, {}, out};
+    in.shape_id = v.shape;
+    for (int32_t k = 0; k < v.num_inputs; ++k) {
       const uint32_t ref = g.operands[next_operand++];
       in.in.push_back(base_of[Graph::operand_kind(ref)] + Graph::operand_slot(ref));
     }

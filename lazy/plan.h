@@ -98,6 +98,11 @@ struct Plan {
   std::vector<Kernel> kernels;
   std::vector<int32_t> outputs;         // slot of each graph output, in order
   std::vector<std::vector<int32_t>> free_after;  // per kernel: slots whose last use it is
+  // Per slot, how many instruction operands read it: filled by compute_kernel_outputs with
+  // liveness (its walk sees every operand), so split_steps does not walk the instructions
+  // again for it. Valid while its size is slots.size(); a pass that changes operands after
+  // it clears it (split_steps then counts them itself).
+  std::vector<int32_t> read_counts;
   int32_t num_inputs = 0, num_scalars = 0;
   // Set by lower(): slots [0, num_inputs) are the inputs, the next num_scalars the scalars,
   // and every later one a value, so a pass after one kind walks only its range instead of

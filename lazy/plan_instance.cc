@@ -66,6 +66,7 @@ std::optional<Plan> instantiate_plan(const Plan& tmpl, absl::Span<const int64_t>
   if (with_kernels) {
     p.kernels = tmpl.kernels;
     p.free_after = tmpl.free_after;
+    p.read_counts = tmpl.read_counts;  // the operands are the template's
   }
   p.num_inputs = tmpl.num_inputs;
   p.num_scalars = tmpl.num_scalars;

@@ -305,14 +305,19 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
       bool log;
       std::optional<StandInSizes> stand;
     } general{&g, {}, log_enabled("plans"), std::nullopt};
-    auto plan = std::make_shared<Plan>(lower(
-        g,
-        [](Plan& p, void* c) {
-          auto& x = *static_cast<General*>(c);
-          x.stand = generalize_sizes(*x.g, p, x.log ? &x.why : nullptr);
-          if (x.stand) x.stand->apply(p);
-        },
-        &general));
+    gather_values(g);  // what lowering reads of the nodes, and Graph::sizes_trivial
+    // A graph whose sizes cannot coincide (Graph::sizes_trivial, seen while building it)
+    // skips the pass, and CSE runs inside the lowering walk.
+    auto plan = std::make_shared<Plan>(
+        g.sizes_trivial ? lower(g)
+                        : lower(
+                              g,
+                              [](Plan& p, void* c) {
+                                auto& x = *static_cast<General*>(c);
+                                x.stand = generalize_sizes(*x.g, p, x.log ? &x.why : nullptr);
+                                if (x.stand) x.stand->apply(p);
+                              },
+                              &general));
     std::optional<StandInSizes>& stand = general.stand;
     const bool log = general.log;
     std::string& general_why = general.why;

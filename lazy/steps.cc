@@ -23,9 +23,14 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
   // How many times each slot is read (operand occurrences over all instructions): a run's
   // result is needed outside it when the run (and the reduction it feeds) does not account
   // for all of them. One walk over the instructions, no reader lists.
-  std::vector<int32_t> reads_of(ns, 0);
-  for (const Instr& in : plan.instrs)
-    for (int32_t s : in.in) ++reads_of[s];
+  // Counted by compute_kernel_outputs where it ran (Plan::read_counts).
+  std::vector<int32_t> counted;
+  if (plan.read_counts.size() != ns) {
+    counted.assign(ns, 0);
+    for (const Instr& in : plan.instrs)
+      for (int32_t s : in.in) ++counted[s];
+  }
+  const std::vector<int32_t>& reads_of = plan.read_counts.size() == ns ? plan.read_counts : counted;
   std::vector<char> plan_out(ns, 0);
   for (int32_t o : plan.outputs) plan_out[o] = 1;
   // Membership marks stamped per kernel / per run instead of sets rebuilt each time.

@@ -1,5 +1,7 @@
 #include "backends/cpu/ew_codegen.h"
 
+#include <cstring>
+
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -78,23 +80,29 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
 }
 
 std::string tile_kernel_key(const lazy::EwForm& form) {
-  std::string k;
-  // Sized once: a plan of 1e5 instructions builds thousands of keys.
-  k.reserve(sizeof(int64_t) * (form.values.size() + 7 * form.steps.size() + form.outputs.size() + 4));
-  auto put = [&](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(static_cast<int64_t>(form.values.size()));
-  for (DType t : form.values) put(static_cast<int64_t>(t));
-  put(static_cast<int64_t>(form.steps.size()));
+  // 32-bit words written straight into a buffer sized once (a plan of 1e5 instructions builds
+  // thousands of keys): a step is five words, its kind, op and compute dtype packed in one.
+  // Value numbers and counts fit in 32 bits (a form has at most a few hundred values).
+  const size_t words = 3 + form.values.size() + 5 * form.steps.size() + 1 + form.outputs.size() + 1;
+  std::string k(words * sizeof(uint32_t), '\0');
+  char* w = k.data();
+  auto put = [&](uint32_t v) {
+    std::memcpy(w, &v, sizeof v);
+    w += sizeof v;
+  };
+  put(static_cast<uint32_t>(form.values.size()));
+  for (DType t : form.values) put(static_cast<uint32_t>(t));
+  put(static_cast<uint32_t>(form.steps.size()));
   for (const lazy::EwForm::Step& s : form.steps) {
-    put(static_cast<int64_t>(s.kind));
-    put(s.out);
-    for (int i : s.in) put(i);
-    put(static_cast<int64_t>(s.op));
-    put(static_cast<int64_t>(s.compute));
+    put(static_cast<uint32_t>(s.kind) | static_cast<uint32_t>(s.compute) << 8 |
+        static_cast<uint32_t>(s.op) << 16);
+    put(static_cast<uint32_t>(s.out));
+    for (int i : s.in) put(static_cast<uint32_t>(i));
   }
-  put(static_cast<int64_t>(form.outputs.size()));
-  for (const lazy::EwForm::Output& o : form.outputs) put(o.value);
-  put(form.reduced);
+  put(static_cast<uint32_t>(form.outputs.size()));
+  for (const lazy::EwForm::Output& o : form.outputs) put(static_cast<uint32_t>(o.value));
+  put(static_cast<uint32_t>(form.reduced));
+  put(0);  // words counts one spare
   return k;
 }
 
