@@ -18,7 +18,8 @@ namespace sloth::lazy {
 class Node;
 using NodePtr = Ref<Node>;
 
-class Node final : public RefCounted {
+// 64-byte aligned: what recording writes (through `scalar`) is then exactly two cache lines.
+class alignas(64) Node final : public RefCounted {
  public:
   // Field order is for locality: what recording, graph building and freeing touch for every
   // node (op, scratch, hash, operands, shape, data) comes first; attrs (168 bytes, mostly
