@@ -76,7 +76,7 @@ Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
     Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kValue;
     s.dtype = n->dtype;
-    s.shape = n->shape;
+    s.shape.assign(n->shape.begin(), n->shape.end());
     if (last_shape == nullptr || *last_shape != s.shape)
       last_shape_id = shape_ids.try_emplace(s.shape, static_cast<int32_t>(shape_ids.size())).first->second;
     last_shape = &s.shape;  // stays put: the slots are reserved

@@ -171,8 +171,16 @@ std::vector<Ref<AliasGroup>> live_groups(Device device) {
 }
 
 NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
+  // The rules read Shapes; node shapes are inline Dims. Per-thread scratch: no malloc in
+  // steady state (views replay and scatter through here).
+  thread_local std::vector<Shape> shapes;
+  if (shapes.size() < inputs.size()) shapes.resize(inputs.size());
   absl::InlinedVector<TensorMeta, 4> metas;
-  for (const auto& n : inputs) metas.push_back({&n->shape, n->dtype, n->op == OpId::kScalar});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node& n = *inputs[i];
+    shapes[i].assign(n.shape.begin(), n.shape.end());
+    metas.push_back({&shapes[i], n.dtype, n.op == OpId::kScalar});
+  }
   OutputMeta out;
   absl::Status st = infer(op, metas, attrs, &out);
   if (!st.ok()) fail("internal: %s", st.message());
@@ -181,7 +189,7 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
 
 Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
   Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
-  t->shape = value->shape;
+  t->shape.assign(value->shape.begin(), value->shape.end());
   t->dtype = value->dtype;
   t->group = AliasGroup::make(std::move(value), device);
   return t;
