@@ -19,8 +19,7 @@ namespace sloth::lazy {
 class Node;
 using NodePtr = Ref<Node>;
 
-// 64-byte aligned: what recording writes (through `scalar`) is then exactly two cache lines.
-class alignas(64) Node final : public RefCounted {
+class Node final : public RefCounted {
  public:
   // Field order is for locality: what recording, graph building and freeing touch for every
   // node (op, scratch, hash, scalar, operands, shape) is the first two cache lines (for shapes
