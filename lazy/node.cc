@@ -37,7 +37,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-uint64_t leaf_hash(OpId op, const Shape& shape, DType dtype) {
+uint64_t leaf_hash(OpId op, IntSpan shape, DType dtype) {
   uint64_t h = mix(static_cast<uint64_t>(op) * 0x100000001b3ull, static_cast<uint64_t>(dtype));
   for (int64_t d : shape) h = mix(h, static_cast<uint64_t>(d));
   return mix(h, shape.size());
@@ -61,16 +61,10 @@ Node* Node::acquire() {
   if (f.empty()) return new Node();
   Node* n = f.back();
   f.pop_back();
-  // The nodes of the next ops (an op and its scalar leaf take two): the fields a maker writes
-  // (through `scalar`) six takes ahead, and the shape buffer of the one two takes ahead, whose
-  // lines were prefetched four takes ago (reading its buffer pointer must not miss: at a
-  // shorter distance that load was most of the cost). See core/prefetch.h.
+  // The nodes of the next ops (an op and its scalar leaf take two): the two lines a maker
+  // writes (through a 3-dim shape, which is inline) four takes ahead. See core/prefetch.h.
   const size_t k = f.size();
-  if (k >= 6) {
-    const Node* p = f[k - 6];
-    prefetch_for_write(p, reinterpret_cast<const char*>(&p->scalar + 1) - reinterpret_cast<const char*>(p));
-  }
-  if (k >= 2) prefetch_for_write(f[k - 2]->shape.data(), 8);
+  if (k >= 4) prefetch_for_write(f[k - 4], 128);
   return n;
 }
 
@@ -91,14 +85,14 @@ uint64_t attrs_hash(const Attrs& attrs) {
 }
 }  // namespace
 
-NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+NodePtr Node::make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
                    absl::Span<const NodePtr> inputs) {
   absl::InlinedVector<Node*, 4> raw;
   for (const auto& in : inputs) raw.push_back(in.get());
   return make(op, shape, dtype, attrs, absl::Span<Node* const>(raw));
 }
 
-NodePtr Node::make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+NodePtr Node::make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
                    absl::Span<Node* const> inputs) {
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = op;
@@ -133,8 +127,9 @@ NodePtr Node::scalar_leaf(double value, DType dtype) {
   set_attrs(n.get(), Attrs());
   n->dtype = dtype;
   n->scalar = value;
-  n->shape.clear();
-  n->hash = leaf_hash(OpId::kScalar, n->shape, dtype);
+  // 0-dim, with no operands: a node from the pool has both empty (release() clears them), so
+  // a scalar leaf writes only its first cache line.
+  n->hash = leaf_hash(OpId::kScalar, IntSpan(), dtype);
   return n;
 }
 

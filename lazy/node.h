@@ -9,6 +9,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "core/attrs.h"
+#include "core/dims.h"
 #include "core/op_table.h"
 #include "core/ref.h"
 #include "lazy/device_data.h"
@@ -21,8 +22,9 @@ using NodePtr = Ref<Node>;
 class Node final : public RefCounted {
  public:
   // Field order is for locality: what recording, graph building and freeing touch for every
-  // node (op, scratch, hash, operands, shape, data) comes first; attrs (168 bytes, mostly
-  // empty) last. A 1e5-node graph walks this for each node.
+  // node (op, scratch, hash, scalar, operands, shape) is the first two cache lines (for shapes
+  // of up to 3 dims; a 4th dim is in the third); data, then attrs (168 bytes, mostly empty)
+  // last. A 1e5-node graph walks this for each node.
   OpId op = OpId::kData;
   DType dtype = DType::kFloat32;
   // attrs differs from Attrs(): recording an op without attributes (add, mul) then neither
@@ -42,9 +44,11 @@ class Node final : public RefCounted {
   int32_t cache_refs = 0;
   uint64_t mark = 0;
   uint64_t hash = 0;
-  absl::InlinedVector<NodePtr, 3> inputs;
-  Shape shape;
   double scalar = 0;                // kScalar: the value, which is data (not hashed)
+  absl::InlinedVector<NodePtr, 3> inputs;
+  // Inline (core/dims.h): a node's shape is no heap block of its own. Reads like a Shape and
+  // converts to IntSpan; to_shape() makes a Shape.
+  Dims shape;
   std::optional<DeviceData> data;   // kData leaves, and nodes materialized by a sync (has_data)
   Attrs attrs;
 
@@ -54,9 +58,9 @@ class Node final : public RefCounted {
   void materialize(DeviceData d);
 
   // Makers. `make` takes already-checked shape/dtype (the op table's rule ran in the face).
-  static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+  static NodePtr make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
                       absl::Span<const NodePtr> inputs);
-  static NodePtr make(OpId op, const Shape& shape, DType dtype, const Attrs& attrs,
+  static NodePtr make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
                       absl::Span<Node* const> inputs);
   static NodePtr data_leaf(DeviceData d);
   static NodePtr scalar_leaf(double value, DType dtype);

@@ -101,32 +101,28 @@ TensorImpl* TensorImpl::acquire() {
   TensorImpl* t = f.back();
   f.pop_back();
   // The next ops' tensors (a result and a wrapped number's handle, which is recycled hot):
-  // hot fields three takes ahead, and the first line of the shape and stride buffers of the
-  // next one, whose fields were prefetched two ops ago (reading its buffer pointers must not
-  // miss: at a shorter distance that load was most of the cost). See core/prefetch.h.
+  // the hot line three takes ahead, and the first line of the shape buffer of the next one,
+  // whose line was prefetched two ops ago (reading its buffer pointer must not miss: at a
+  // shorter distance that load was most of the cost). See core/prefetch.h.
   const size_t k = f.size();
-  if (k >= 3) {
-    const TensorImpl* p = f[k - 3];
-    // Through the chain's size word (its first 8 bytes), which make() and release() read.
-    prefetch_for_write(p, reinterpret_cast<const char*>(&p->chain) + 8 -
-                              reinterpret_cast<const char*>(p));
-  }
-  if (k >= 1) {
-    const TensorImpl* p = f[k - 1];
-    prefetch_for_write(p->shape.data(), 8);
-    prefetch_for_write(p->strides.data(), 8);
-  }
+  if (k >= 3) prefetch_for_write(f[k - 3], 64);
+  if (k >= 1) prefetch_for_write(f[k - 1]->shape.data(), 8);
   return t;
 }
 
 void TensorImpl::release() {
   group.reset();
-  chain.clear();
-  view_base.reset();
   autograd.reset();
-  set_cache(nullptr, -1);
-  storage_offset = 0;
   wrapped_number = false;
+  if (strides_state_.load(std::memory_order_relaxed) != 0)
+    strides_state_.store(0, std::memory_order_relaxed);
+  if (view_state_) {
+    chain.clear();
+    view_base.reset();
+    set_cache(nullptr, -1);
+    storage_offset = 0;
+    view_state_ = false;
+  }
   if (impl_pool.free.size() < kPoolCap) impl_pool.free.push_back(this);
   else delete this;
 }
@@ -141,6 +137,19 @@ void set_contiguous(const Shape& shape, Strides& strides) {
   }
 }
 }  // namespace
+
+const Strides& TensorImpl::fill_contiguous_strides() const {
+  // Two threads may ask at once: the first computes, the other waits for it (a few ns).
+  uint8_t expected = 0;
+  if (strides_state_.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+    set_contiguous(shape, strides_);
+    strides_state_.store(kStridesReady, std::memory_order_release);
+  } else {
+    while (strides_state_.load(std::memory_order_acquire) != kStridesReady) {
+    }
+  }
+  return strides_;
+}
 
 std::vector<Ref<AliasGroup>> pending_groups(Device device) {
   std::vector<Ref<AliasGroup>> out;
@@ -162,8 +171,16 @@ std::vector<Ref<AliasGroup>> live_groups(Device device) {
 }
 
 NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
+  // The rules read Shapes; node shapes are inline Dims. Per-thread scratch: no malloc in
+  // steady state (views replay and scatter through here).
+  thread_local std::vector<Shape> shapes;
+  if (shapes.size() < inputs.size()) shapes.resize(inputs.size());
   absl::InlinedVector<TensorMeta, 4> metas;
-  for (const auto& n : inputs) metas.push_back({&n->shape, n->dtype, n->op == OpId::kScalar});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node& n = *inputs[i];
+    shapes[i].assign(n.shape.begin(), n.shape.end());
+    metas.push_back({&shapes[i], n.dtype, n.op == OpId::kScalar});
+  }
   OutputMeta out;
   absl::Status st = infer(op, metas, attrs, &out);
   if (!st.ok()) fail("internal: %s", st.message());
@@ -172,8 +189,7 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
 
 Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
   Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
-  t->shape = value->shape;
-  set_contiguous(t->shape, t->strides);
+  t->shape.assign(value->shape.begin(), value->shape.end());
   t->dtype = value->dtype;
   t->group = AliasGroup::make(std::move(value), device);
   return t;
@@ -183,7 +199,6 @@ Ref<TensorImpl> TensorImpl::wrapped_scalar(double v) {
   bool integral = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15;
   Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->shape.clear();
-  t->strides.clear();
   t->dtype = integral ? DType::kInt64 : DType::kFloat64;
   t->wrapped_number = true;
   // The node is always float64, so a step-dependent number (a learning rate that reaches 1.0)
@@ -206,26 +221,33 @@ Ref<TensorImpl> TensorImpl::view_of(const Ref<TensorImpl>& self, OpId op, const 
   }
   t->view_base = self->view_base ? self->view_base : self;
   t->shape = logical.shape;
-  t->strides = logical.strides;
+  t->strides_ = logical.strides;
+  t->strides_state_.store(kStridesReady, std::memory_order_relaxed);
   t->storage_offset = logical.offset;
   t->dtype = self->dtype;
+  t->view_state_ = true;
   return t;
 }
 
 Ref<TensorImpl> TensorImpl::alias_of(const Ref<TensorImpl>& self) {
   Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
   t->group = self->group;
-  t->chain = self->chain;
   t->shape = self->shape;
-  t->strides = self->strides;
-  t->storage_offset = self->storage_offset;
   t->dtype = self->dtype;
   t->wrapped_number = self->wrapped_number;
+  // An alias of a base tensor is a base-like tensor (contiguous, strides computed on demand).
+  if (self->view_state_) {
+    t->chain = self->chain;
+    t->strides_ = self->strides();
+    t->strides_state_.store(kStridesReady, std::memory_order_relaxed);
+    t->storage_offset = self->storage_offset;
+    t->view_state_ = true;
+  }
   return t;
 }
 
 NodePtr TensorImpl::value() {
-  if (chain.empty()) return group->value;
+  if (!has_chain()) return group->value;
   const NodePtr& base = group->value;
   if (cached_ && cached_version_ == group->version &&
       (cached_->materialized() || !base->materialized()))
@@ -253,7 +275,7 @@ NodePtr TensorImpl::value() {
 }
 
 void TensorImpl::write(NodePtr v) {
-  if (chain.empty()) {
+  if (!has_chain()) {
     group->value = std::move(v);
     ++group->version;
     return;
@@ -267,7 +289,7 @@ void TensorImpl::write(NodePtr v) {
       broadcasts = true;
   if (broadcasts) {
     const Attrs a = AsStridedAttrs{
-        .size = attr_dims(shape), .stride = attr_dims(strides), .offset = storage_offset};
+        .size = attr_dims(shape), .stride = attr_dims(strides()), .offset = storage_offset};
     group->value = make_node(OpId::kAsStridedScatter, {group->value, v}, a);
     ++group->version;
     set_cache(std::move(v), group->version);

@@ -70,7 +70,7 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
   // the common no-grad op leaves here after two loads per operand.
   bool plain = true;
-  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && t.impl()->view_base == nullptr;
+  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && !t.impl()->is_view();
   if (plain) return;
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   TensorImpl& ri = *result.impl();
@@ -129,7 +129,7 @@ Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const Ou
   absl::InlinedVector<NodePtr, 2> replayed;
   for (const auto& t : in) {
     TensorImpl& ti = *t.impl();
-    if (ti.chain.empty()) {
+    if (!ti.has_chain()) {
       values.push_back(ti.group->value.get());
     } else {
       replayed.push_back(ti.value());
@@ -145,7 +145,7 @@ Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const Ou
 Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
   const TensorImplPtr& xi = x.impl();
   auto prim = lower_view(op, xi->shape, attrs);
-  Layout logical{xi->shape, xi->strides, xi->storage_offset};
+  Layout logical{xi->shape, xi->strides(), xi->storage_offset};
   std::optional<Layout> l;
   if (prim.op == OpId::kAsStrided) {
     const auto v = AsStridedAttrs::of(prim.attrs);
@@ -159,7 +159,7 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
       fail("view: the input %s with strides %s cannot be viewed as %s without a copy (its memory "
            "is not laid out for it); use reshape(), which copies when it must, or call "
            "contiguous() first",
-           shape_str(xi->shape), shape_str(xi->strides), shape_str(prim.attrs.dims));
+           shape_str(xi->shape), shape_str(xi->strides()), shape_str(prim.attrs.dims));
     // reshape of a non-viewable layout copies, as in PyTorch.
     Tensor c = call_op(OpId::kClone, {x});
     return make_view(op, c, attrs);
@@ -201,7 +201,7 @@ Tensor make_view(OpId op, const Tensor& x, const Attrs& attrs) {
 // would not: an expanded dim, or an as_strided layout whose elements overlap.
 std::string internal_overlap(const TensorImpl& t) {
   for (size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] > 1 && t.strides[i] == 0) return "it is an expanded view";
+    if (t.shape[i] > 1 && t.strides()[i] == 0) return "it is an expanded view";
   // An expand earlier in the chain is fine when later views keep one element of each broadcast
   // run (x.expand(2, 3)[0]): the final layout decides, as in PyTorch.
   // Fast proof of no overlap: with the dims sorted by stride, each stride exceeds the span
@@ -210,7 +210,7 @@ std::string internal_overlap(const TensorImpl& t) {
   int64_t n = 1;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     n *= t.shape[i];
-    if (t.shape[i] > 1) dims.emplace_back(t.strides[i] < 0 ? -t.strides[i] : t.strides[i], t.shape[i]);
+    if (t.shape[i] > 1) dims.emplace_back(t.strides()[i] < 0 ? -t.strides()[i] : t.strides()[i], t.shape[i]);
   }
   if (n == 0) return "";
   std::sort(dims.begin(), dims.end());
@@ -240,7 +240,7 @@ std::string internal_overlap(const TensorImpl& t) {
 bool non_overlapping_and_dense(const TensorImpl& t) {
   absl::InlinedVector<std::pair<int64_t, int64_t>, 8> dims;  // (stride, size), sizes > 1
   for (size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] > 1) dims.emplace_back(t.strides[i], t.shape[i]);
+    if (t.shape[i] > 1) dims.emplace_back(t.strides()[i], t.shape[i]);
   std::sort(dims.begin(), dims.end());
   int64_t expected = 1;
   for (const auto& [stride, size] : dims) {
@@ -259,7 +259,7 @@ bool partially_overlap(const TensorImpl& out, const TensorImpl& in) {
   if (n_out == 0 || n_in == 0) return false;
   if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(in)) return false;
   const int64_t a0 = out.storage_offset, a1 = a0 + n_out, b0 = in.storage_offset, b1 = b0 + n_in;
-  if (a0 == b0 && a1 == b1) return out.strides != in.strides;
+  if (a0 == b0 && a1 == b1) return out.strides() != in.strides();
   return a0 < b1 && b0 < a1;
 }
 
@@ -353,15 +353,15 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
   if (std::string why = same_value_everywhere ? "" : internal_overlap(si); !why.empty())
     fail("%s: unsupported operation: more than one element of the written-to tensor (shape %s, "
          "strides %s) refers to a single memory location (%s); clone() it before writing",
-         op_name(op), shape_str(si.shape), shape_str(si.strides), why);
+         op_name(op), shape_str(si.shape), shape_str(si.strides()), why);
   for (size_t i = 1; i < in.size(); ++i)
     if (partially_overlap(si, *in[i].impl()))
       fail("%s: unsupported operation: some elements of the input tensor (operand %d: shape %s, "
            "strides %s, offset %d) and the written-to tensor (shape %s, strides %s, offset %d) "
            "refer to a single memory location; clone() the input before the in-place operation",
            op_name(op), static_cast<int64_t>(i), shape_str(in[i].shape()),
-           shape_str(in[i].impl()->strides), in[i].impl()->storage_offset, shape_str(si.shape),
-           shape_str(si.strides), si.storage_offset);
+           shape_str(in[i].impl()->strides()), in[i].impl()->storage_offset, shape_str(si.shape),
+           shape_str(si.strides()), si.storage_offset);
   // The out-of-place op reads a snapshot of self: same value node and history, but its own
   // alias group, so values saved for backward keep their version when self is overwritten
   // (PyTorch saves `original_self` for the same reason).

@@ -59,7 +59,7 @@ std::optional<Tensor> join_merged_heads(const std::vector<NodePtr>& pieces, int6
     if (p->op != OpId::kReshape || p->materialized()) return std::nullopt;
     NodePtr v = p->inputs[0];
     if (v->op == OpId::kClone && !v->materialized()) v = v->inputs[0];
-    const Shape& s = v->shape;
+    const Dims& s = v->shape;
     if (s.size() != r + 1 || (d >= 0 && s[r] != d)) return std::nullopt;
     d = s[r];
     for (size_t i = 0; i + 1 < r; ++i)
@@ -102,7 +102,7 @@ Tensor accumulate_grads(const Tensor& a, const Tensor& b) {
     };
     const int64_t len = x->zeros->shape[x->dim];
     if (x->start == 0 && y->end == len) {  // covers the whole dim: no zeros
-      if (std::optional<Tensor> t = join_merged_heads(nodes, x->dim, x->zeros->shape, dev)) return *t;
+      if (std::optional<Tensor> t = join_merged_heads(nodes, x->dim, x->zeros->shape.to_shape(), dev)) return *t;
       return cat(tensors(nodes), x->dim);
     }
     Tensor joined = cat(tensors(nodes), x->dim);

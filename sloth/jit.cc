@@ -143,7 +143,7 @@ struct Record {
 
 ArgSig sig_of(const Tensor& t) {
   const TensorImpl& i = *t.impl();
-  return ArgSig{i.shape, i.strides, i.dtype, i.group->device};
+  return ArgSig{i.shape, i.strides(), i.dtype, i.group->device};
 }
 
 bool same_bytes(const DeviceData& a, const DeviceData& b) {
@@ -521,12 +521,12 @@ bool Core::try_replay(absl::Span<const Tensor* const> args, std::vector<Tensor>*
       const TensorImpl& i = *t.impl();
       const ArgSig& s = r.args[k];
       if (!lazy::same_dims(i.shape, s.shape) || i.dtype != s.dtype ||
-          !lazy::same_dims(i.strides, s.strides) ||
+          !lazy::same_dims(i.strides(), s.strides) ||
           i.group->device != s.device || (s.shares >= 0 && i.group != args[s.shares]->impl()->group)) {
         ok = false;
         if (why.empty())
           why = absl::StrFormat("argument %d is %s %s strides %s, recorded %s %s strides %s", k,
-                                dtype_name(i.dtype), shape_str(i.shape), shape_str(i.strides),
+                                dtype_name(i.dtype), shape_str(i.shape), shape_str(i.strides()),
                                 dtype_name(s.dtype), shape_str(s.shape), shape_str(s.strides));
       }
     }

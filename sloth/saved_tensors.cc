@@ -21,7 +21,7 @@ uint32_t matmul_copied(absl::Span<const Tensor> in) {
   if (dx >= 3 && dy <= 2) {
     if (x.is_contiguous()) return 0;
     // A (b, n, m) whose last two dims are transposed goes to bmm without a copy (should_fold).
-    const auto& s = x.impl()->strides;
+    const auto& s = x.impl()->strides();
     const auto& sh = x.shape();
     if (dx == 3 && dy == 2 && s[2] != 1 && s[0] == sh[1] * sh[2]) return 0;
     return bit(0);

@@ -46,7 +46,7 @@ int64_t Tensor::size(int64_t dim) const {
   if (s.empty()) fail("size: a 0-dim tensor has no dims");
   return s[*d];
 }
-const Strides& Tensor::strides() const { return need(*this, "strides").strides; }
+const Strides& Tensor::strides() const { return need(*this, "strides").strides(); }
 int64_t Tensor::storage_offset() const { return need(*this, "storage_offset").storage_offset; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(shape().size()); }
 int64_t Tensor::numel() const { return sloth::numel(shape()); }
