@@ -110,6 +110,7 @@ class TileProgram final : public ElementwiseProgram {
     std::vector<double> cv;
     std::vector<char*> outp;
     std::vector<char> donated;
+    std::vector<char*> donor_ptr;  // per operand: its data when its buffer was donated
     TileFn jit = nullptr;      // the compiled tile kernel for this run, if ready
     char* red_out = nullptr;   // the fused reduction's output
   };
@@ -190,7 +191,6 @@ class TileProgram final : public ElementwiseProgram {
   int64_t n_ = 0;                // numel(shape_)
   int64_t out_bytes_ = 0;        // all outputs together
   mutable Bind bind_;
-  mutable std::atomic<bool> busy_{false};
   std::shared_ptr<jit::Slot> jit_;  // null when SLOTH_JIT=off or the program cannot run
   mutable std::atomic<int64_t> runs_{0};
 };
