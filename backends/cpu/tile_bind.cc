@@ -17,17 +17,39 @@ absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
   b.donated.assign(exts_.size(), 0);
   b.donor_ptr.assign(exts_.size(), nullptr);
   b.outp.resize(outs_.size());
+  // Which operands may give their buffer to which output depends on the layouts only (dtype,
+  // shape, contiguity) but for the reference counts: under the same layout generation the
+  // candidates of the last run are kept (cand), and a run only checks that each candidate's
+  // buffer is still unshared.
+  const bool cands_ok = donate && env.layout_gen != 0 && b.cand_gen == env.layout_gen;
+  if (donate && !cands_ok) {
+    b.cand.clear();
+    b.cand_begin.assign(outs_.size() + 1, 0);
+    for (size_t o = 0; o < outs_.size(); ++o) {
+      const DType t = vals_[outs_[o].val].dtype;
+      b.cand_begin[o] = static_cast<int32_t>(b.cand.size());
+      for (size_t j = 0; j < donors_.size(); ++j) {
+        const Donor& d = donors_[j];
+        if (d.last_read > out_def_[o]) continue;
+        const DeviceData& x = env.vals[exts_[d.ext].slot];
+        if (x.dtype != t || !lazy::same_dims(x.layout.shape, shape_) || !x.is_contiguous() ||
+            x.numel() != n)
+          continue;
+        b.cand.push_back(static_cast<int32_t>(j));
+      }
+    }
+    b.cand_begin[outs_.size()] = static_cast<int32_t>(b.cand.size());
+    b.cand_gen = env.layout_gen;  // 0: recomputed next run too
+  }
   for (size_t o = 0; o < outs_.size(); ++o) {
     const DType t = vals_[outs_[o].val].dtype;
     bool done = false;
-    for (const Donor& d : donors_) {
-      if (!donate) break;
-      if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
+    for (int32_t j = donate ? b.cand_begin[o] : 0; donate && j < b.cand_begin[o + 1]; ++j) {
+      const Donor& d = donors_[b.cand[j]];
+      if (b.donated[d.ext]) continue;
       const int slot = exts_[d.ext].slot;
       DeviceData& x = env.vals[slot];
-      if (!x.storage || x.dtype != t || x.storage->use_count() != 1 ||
-          !lazy::same_dims(x.layout.shape, shape_) || !x.is_contiguous() || x.numel() != n)
-        continue;
+      if (!x.storage || x.storage->use_count() != 1) continue;
       b.donated[d.ext] = 1;
       // The operand is dead after this kernel (its slot is released at the kernel's end):
       // its buffer moves to the output slot (no reference count taken and dropped), and

@@ -111,6 +111,10 @@ class TileProgram final : public ElementwiseProgram {
     std::vector<char*> outp;
     std::vector<char> donated;
     std::vector<char*> donor_ptr;  // per operand: its data when its buffer was donated
+    // Donation candidates under layout generation cand_gen (prepare): for output o, indices
+    // into donors_ cand[cand_begin[o] .. cand_begin[o + 1]).
+    std::vector<int32_t> cand, cand_begin;
+    uint64_t cand_gen = 0;
     TileFn jit = nullptr;      // the compiled tile kernel for this run, if ready
     char* red_out = nullptr;   // the fused reduction's output
   };
