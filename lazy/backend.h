@@ -41,6 +41,10 @@ class Executable {
   // the previous value of a .grad it rebinds): an executable may keep it for a later run
   // (nothing else references it). The default drops it.
   virtual void recycle(StoragePtr storage) { (void)storage; }
+  // The same for several buffers at once (each is reset): one hand-over per replay.
+  virtual void recycle_all(absl::Span<StoragePtr> storages) {
+    for (StoragePtr& s : storages) recycle(std::move(s));
+  }
   // The caller will run this executable many times (sloth::jit verified a step that replays
   // it): a backend may compile kernels now that it would otherwise interpret.
   virtual void make_hot() {}

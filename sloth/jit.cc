@@ -139,6 +139,7 @@ struct Record {
   bool given_up = false;
   // Replay scratch, reused call after call.
   std::vector<DeviceData> in_buf, out_buf;
+  std::vector<StoragePtr> recycled;  // the previous values of rebound outputs (.grad)
 };
 
 ArgSig sig_of(const Tensor& t) {
@@ -674,7 +675,7 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
         StoragePtr old = std::exchange(dst.storage, std::move(out.storage));
         // The previous value (a .grad) is dead now: the executable may write the next one
         // into it (a replay then takes no buffer from the shared allocator).
-        if (old && old->use_count() == 1) r.exe->recycle(std::move(old));
+        if (old && old->use_count() == 1) r.recycled.push_back(std::move(old));
         lazy::assign_dims(dst.layout.shape, out.layout.shape);
         lazy::assign_dims(dst.layout.strides, out.layout.strides);
         dst.layout.offset = out.layout.offset;
@@ -690,6 +691,10 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
       ++grp->version;
     }
     for (int32_t k : o.returns) (*outs)[k] = Tensor(TensorImpl::make(n, r.device));
+  }
+  if (!r.recycled.empty()) {
+    r.exe->recycle_all(absl::MakeSpan(r.recycled));
+    r.recycled.clear();
   }
   ++stats.calls;
   ++stats.replays;

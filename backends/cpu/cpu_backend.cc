@@ -14,6 +14,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "backends/cpu/jit.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/profile_info.h"
@@ -143,6 +144,14 @@ class CpuExecutable final : public lazy::Executable {
     pool_.give(storage);
     busy_.store(false, std::memory_order_release);
   }
+  void recycle_all(absl::Span<StoragePtr> storages) override {
+    if (busy_.exchange(true, std::memory_order_acquire)) {
+      for (StoragePtr& s : storages) s.reset();
+      return;
+    }
+    for (StoragePtr& s : storages) pool_.give(s);
+    busy_.store(false, std::memory_order_release);
+  }
 
   // Exactly one of `shared` / `owned` holds the inputs; owned ones are moved into the run
   // (their buffers may then be donated to outputs: the use_count checks see them as dead).
@@ -169,10 +178,12 @@ class CpuExecutable final : public lazy::Executable {
         // Drop every reference (inputs too: a later donation check must not see them).
         // Values computed here that nothing else holds go to the pool (not inputs: those
         // are the caller's, donated or not).
+        if (env.compiled_runs > 0) jit::note_compiled_run(env.compiled_runs);
         if (env.pool != nullptr && held_at_end != nullptr)
-          for (int32_t s : *held_at_end) {
-            if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
-            else env.vals[s].storage.reset();
+          for (int32_t c : *held_at_end) {
+            // Coded as in release_code_: s for a computed slot, ~s for an input slot.
+            if (c >= 0) env.pool->give(env.vals[c].storage);
+            else env.vals[~c].storage.reset();
           }
         else if (env.pool != nullptr)
           for (size_t s = 0; s < env.vals.size(); ++s) {
@@ -192,6 +203,8 @@ class CpuExecutable final : public lazy::Executable {
     lazy::RunStats local;
     env.plan = &plan_;
     env.pool = mine ? &pool_ : nullptr;
+    env.exclusive = mine;
+    env.compiled_runs = 0;
     env.scalars = scalars;
     env.stats = stats ? stats : &local;
     if (max_input_ >= static_cast<int32_t>(num_inputs))
@@ -308,11 +321,13 @@ class CpuExecutable final : public lazy::Executable {
         }
         case Op::kEndKernel:
           if (!steps_[op.k].empty()) ++env.stats->kernels_launched;
-          for (int32_t s : release_[op.k]) {
-            if (env.pool != nullptr && plan_.slots[s].kind != SlotKind::kInput)
-              env.pool->give(env.vals[s].storage);
-            else
-              env.vals[s].storage.reset();
+          if (env.pool != nullptr) {
+            for (int32_t c : release_code_[op.k]) {
+              if (c >= 0) env.pool->give(env.vals[c].storage);
+              else env.vals[~c].storage.reset();
+            }
+          } else {
+            for (int32_t s : release_[op.k]) env.vals[s].storage.reset();
           }
           break;
       }
@@ -331,7 +346,19 @@ class CpuExecutable final : public lazy::Executable {
       const DeviceData& d = env.get(s);
       if (!d.storage)
         return absl::InternalError(absl::StrFormat("cpu backend: output slot %d was never computed", s));
-      lazy::assign_data((*outputs)[o], d);
+      if (output_move_[o]) {
+        // The run is over and no later output reads this slot: its reference moves to the
+        // caller (no reference count taken here and dropped again at the end of the run).
+        DeviceData& dst = (*outputs)[o];
+        DeviceData& src = env.vals[s];
+        dst.storage = std::move(src.storage);
+        lazy::assign_dims(dst.layout.shape, src.layout.shape);
+        lazy::assign_dims(dst.layout.strides, src.layout.strides);
+        dst.layout.offset = src.layout.offset;
+        dst.dtype = src.dtype;
+      } else {
+        lazy::assign_data((*outputs)[o], d);
+      }
     }
     if (mine) reads_ok_ = layouts_ok_ = true;
     done.held_at_end = &held_at_end_;
@@ -729,8 +756,25 @@ class CpuExecutable final : public lazy::Executable {
       for (int32_t s : r) released[s] = 1;
     held_at_end_.clear();
     for (size_t s = 0; s < plan_.slots.size(); ++s)
-      if (!released[s]) held_at_end_.push_back(static_cast<int32_t>(s));
+      if (!released[s]) held_at_end_.push_back(code(static_cast<int32_t>(s)));
+    release_code_.assign(release_.size(), {});
+    for (size_t k = 0; k < release_.size(); ++k)
+      for (int32_t s : release_[k]) release_code_[k].push_back(code(s));
+    // An output's reference moves to the caller when its slot is computed by the plan (not
+    // an input or a bound scalar: those are not this run's) and no later output names it.
+    output_move_.assign(plan_.outputs.size(), 0);
+    for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+      const int32_t s = plan_.outputs[o];
+      bool later = false;
+      for (size_t j = o + 1; j < plan_.outputs.size(); ++j) later |= plan_.outputs[j] == s;
+      output_move_[o] = !later && plan_.slots[s].kind == SlotKind::kValue;
+    }
   }
+  // A slot as the release lists code it: s for a computed (or scalar) slot, whose buffer may
+  // go to the pool; ~s (negative) for an input slot, whose buffer is the caller's.
+  int32_t code(int32_t s) const { return plan_.slots[s].kind == SlotKind::kInput ? ~s : s; }
+  std::vector<std::vector<int32_t>> release_code_;  // release_, coded (see code())
+  std::vector<char> output_move_;                   // per plan output (find_held_at_end)
   bool layouts_ok_ = false, reads_ok_ = false;
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
   // instances of this plan for other sizes (same slots): a program whose sizes change every

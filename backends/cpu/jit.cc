@@ -354,7 +354,7 @@ void wait_idle() {
 }
 
 std::atomic<int64_t> compiled_runs{0};
-void note_compiled_run() { compiled_runs.fetch_add(1, std::memory_order_relaxed); }
+void note_compiled_run(int64_t n) { compiled_runs.fetch_add(n, std::memory_order_relaxed); }
 
 Stats stats() {
   std::lock_guard<std::mutex> l(mu);

@@ -56,7 +56,7 @@ struct Stats {
   double compile_s = 0;     // wall time spent in the compiler
   int64_t compiled_runs = 0;  // kernel runs that used compiled code
 };
-void note_compiled_run();
+void note_compiled_run(int64_t n = 1);
 Stats stats();
 
 }  // namespace sloth::cpu::jit

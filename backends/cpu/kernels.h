@@ -96,6 +96,12 @@ struct Env {
   uint64_t layout_gen = 0;
   // The executable whose run last used this table (its input slots' layouts are that run's).
   const void* last_run_by = nullptr;
+  // The run holds its executable's run state (busy flag): the programs' own per-run state
+  // (TileProgram::bind_) is used by no other run, so they skip their own busy flag.
+  bool exclusive = false;
+  // Runs of compiled elementwise kernels in this run, added to the global count once at its
+  // end (one atomic add per run instead of one per kernel).
+  int64_t compiled_runs = 0;
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.

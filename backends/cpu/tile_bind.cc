@@ -15,19 +15,54 @@ namespace sloth::cpu {
 absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
   const int64_t n = n_;
   b.donated.assign(exts_.size(), 0);
+  b.donor_ptr.assign(exts_.size(), nullptr);
   b.outp.resize(outs_.size());
+  // Which operands may give their buffer to which output depends on the layouts only (dtype,
+  // shape, contiguity) but for the reference counts: under the same layout generation the
+  // candidates of the last run are kept (cand), and a run only checks that each candidate's
+  // buffer is still unshared.
+  const bool cands_ok = donate && env.layout_gen != 0 && b.cand_gen == env.layout_gen;
+  if (donate && !cands_ok) {
+    b.cand.clear();
+    b.cand_begin.assign(outs_.size() + 1, 0);
+    for (size_t o = 0; o < outs_.size(); ++o) {
+      const DType t = vals_[outs_[o].val].dtype;
+      b.cand_begin[o] = static_cast<int32_t>(b.cand.size());
+      for (size_t j = 0; j < donors_.size(); ++j) {
+        const Donor& d = donors_[j];
+        if (d.last_read > out_def_[o]) continue;
+        const DeviceData& x = env.vals[exts_[d.ext].slot];
+        if (x.dtype != t || !lazy::same_dims(x.layout.shape, shape_) || !x.is_contiguous() ||
+            x.numel() != n)
+          continue;
+        b.cand.push_back(static_cast<int32_t>(j));
+      }
+    }
+    b.cand_begin[outs_.size()] = static_cast<int32_t>(b.cand.size());
+    b.cand_gen = env.layout_gen;  // 0: recomputed next run too
+  }
   for (size_t o = 0; o < outs_.size(); ++o) {
     const DType t = vals_[outs_[o].val].dtype;
     bool done = false;
-    for (const Donor& d : donors_) {
-      if (!donate) break;
-      if (b.donated[d.ext] || d.last_read > out_def_[o]) continue;
-      const DeviceData& x = env.get(exts_[d.ext].slot);
-      if (x.dtype != t || x.storage->use_count() != 1 || !lazy::same_dims(x.layout.shape, shape_) ||
-          !x.is_contiguous() || x.numel() != n)
-        continue;
+    for (int32_t j = donate ? b.cand_begin[o] : 0; donate && j < b.cand_begin[o + 1]; ++j) {
+      const Donor& d = donors_[b.cand[j]];
+      if (b.donated[d.ext]) continue;
+      const int slot = exts_[d.ext].slot;
+      DeviceData& x = env.vals[slot];
+      if (!x.storage || x.storage->use_count() != 1) continue;
       b.donated[d.ext] = 1;
-      env.set_view(outs_[o].slot, x);  // shares the storage; the slot is released after this kernel
+      // The operand is dead after this kernel (its slot is released at the kernel's end):
+      // its buffer moves to the output slot (no reference count taken and dropped), and
+      // every load of the operand reads it through donor_ptr.
+      char* p = ptr(x);
+      for (size_t e = 0; e < exts_.size(); ++e)
+        if (exts_[e].slot == slot) b.donor_ptr[e] = p;
+      DeviceData& out = env.vals[outs_[o].slot];
+      out.storage = std::move(x.storage);
+      lazy::assign_dims(out.layout.shape, x.layout.shape);
+      lazy::assign_dims(out.layout.strides, x.layout.strides);
+      out.layout.offset = x.layout.offset;
+      out.dtype = x.dtype;
       done = true;
       break;
     }
@@ -49,8 +84,9 @@ absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
       b.gen = env.layout_gen;
     }
     b.jit = jit_fn(n);
-    if (b.jit != nullptr) jit::note_compiled_run();
-    for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = ptr(env.get(exts_[e].slot));
+    if (b.jit != nullptr) ++env.compiled_runs;
+    for (size_t e = 0; e < exts_.size(); ++e)
+      b.bound[e].args.base = b.donor_ptr[e] ? b.donor_ptr[e] : ptr(env.get(exts_[e].slot));
     b.cv.resize(consts_.size());
     for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
   }

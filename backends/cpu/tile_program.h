@@ -110,6 +110,11 @@ class TileProgram final : public ElementwiseProgram {
     std::vector<double> cv;
     std::vector<char*> outp;
     std::vector<char> donated;
+    std::vector<char*> donor_ptr;  // per operand: its data when its buffer was donated
+    // Donation candidates under layout generation cand_gen (prepare): for output o, indices
+    // into donors_ cand[cand_begin[o] .. cand_begin[o + 1]).
+    std::vector<int32_t> cand, cand_begin;
+    uint64_t cand_gen = 0;
     TileFn jit = nullptr;      // the compiled tile kernel for this run, if ready
     char* red_out = nullptr;   // the fused reduction's output
   };
@@ -190,7 +195,6 @@ class TileProgram final : public ElementwiseProgram {
   int64_t n_ = 0;                // numel(shape_)
   int64_t out_bytes_ = 0;        // all outputs together
   mutable Bind bind_;
-  mutable std::atomic<bool> busy_{false};
   std::shared_ptr<jit::Slot> jit_;  // null when SLOTH_JIT=off or the program cannot run
   mutable std::atomic<int64_t> runs_{0};
 };

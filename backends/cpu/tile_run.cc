@@ -1,6 +1,7 @@
 // Whole runs of a tile program (split over threads when large) and row-blocked runs
 // (cpu_backend.cc runs several programs block by block over the same rows).
 #include <algorithm>
+#include <optional>
 
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/tile_loop.h"
@@ -10,15 +11,13 @@ namespace sloth::cpu {
 
 absl::Status TileProgram::run(Env& env) const {
   if (!error_.empty()) return absl::InternalError(error_);
-  // Per-run state lives in the program and is reused (no allocation in steady state); a
-  // concurrent run of the same program (not expected) binds into a local copy.
-  const bool mine = !busy_.exchange(true, std::memory_order_acquire);
-  Bind local;
-  Bind& b = mine ? bind_ : local;
-  struct Unbusy {
-    std::atomic<bool>* f;
-    ~Unbusy() { if (f) f->store(false, std::memory_order_release); }
-  } unbusy{mine ? &busy_ : nullptr};
+  // Per-run state lives in the program and is reused (no allocation in steady state). Only
+  // the run holding its executable's run state (Env::exclusive) uses it: no other run can
+  // use this program meanwhile, so no flag is swapped. A concurrent run of the executable
+  // binds into a local copy.
+  std::optional<Bind> local;
+  if (!env.exclusive) local.emplace();
+  Bind& b = env.exclusive ? bind_ : *local;
   SLOTH_RETURN_IF_ERROR(prepare(env, b));
   const int64_t n = n_;
   if (sink_ >= 0) return run_reduce(n, b, -1, -1);
