@@ -762,12 +762,13 @@ class CpuExecutable final : public lazy::Executable {
       for (int32_t s : release_[k]) release_code_[k].push_back(code(s));
     // An output's reference moves to the caller when its slot is computed by the plan (not
     // an input or a bound scalar: those are not this run's) and no later output names it.
+    // One backward walk with a flag per slot: a wide plan has as many outputs as nodes.
     output_move_.assign(plan_.outputs.size(), 0);
-    for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+    std::vector<char> named_later(plan_.slots.size(), 0);
+    for (size_t o = plan_.outputs.size(); o-- > 0;) {
       const int32_t s = plan_.outputs[o];
-      bool later = false;
-      for (size_t j = o + 1; j < plan_.outputs.size(); ++j) later |= plan_.outputs[j] == s;
-      output_move_[o] = !later && plan_.slots[s].kind == SlotKind::kValue;
+      output_move_[o] = !named_later[s] && plan_.slots[s].kind == SlotKind::kValue;
+      named_later[s] = 1;
     }
   }
   // A slot as the release lists code it: s for a computed (or scalar) slot, whose buffer may
