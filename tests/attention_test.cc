@@ -14,9 +14,11 @@
 
 #include "nn/nn.h"
 #include "sloth/sloth.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 using namespace sloth;
+using sloth::testing::values;
 
 #include "tests/attention_expected.inc"
 
@@ -29,8 +31,6 @@ Tensor gen(Shape shape, int seed, DType dtype = kFloat32) {
     v[i] = static_cast<double>(static_cast<float>(std::sin(0.61 * static_cast<double>(i) + 1.7 * seed)));
   return tensor(v, shape, TensorOptions().dtype(dtype));
 }
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).contiguous().to_vector<double>(); }
 
 void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 2e-5) {
   const std::vector<double> got = values(t);

@@ -11,20 +11,14 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
 namespace F = sloth::nn::functional;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& want,
-                  const std::string& what, double tol = 1e-12) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
-}
+using sloth::testing::values;
+using sloth::testing::expect_close;
 
 Tensor leaf(const std::vector<double>& v, Shape shape) {
   return tensor(v, std::move(shape), kFloat64).requires_grad_();

@@ -9,13 +9,13 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
+using sloth::testing::values;
 using namespace sloth::indexing;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
 
 Tensor arange24() { return arange(24, kFloat64).reshape({2, 3, 4}); }
 Tensor longs(std::vector<double> v, Shape s) { return tensor(std::move(v), std::move(s)).to(kInt64); }

@@ -11,13 +11,13 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
+using sloth::testing::values;
 namespace init = sloth::nn::init;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
 
 struct Moments { double mean, std, min, max; };
 Moments moments(const Tensor& t) {

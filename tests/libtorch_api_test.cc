@@ -10,12 +10,12 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+using sloth::testing::values;
 
 void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
   std::vector<double> got = values(t);

@@ -12,20 +12,14 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
 namespace F = sloth::nn::functional;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& want,
-                  const std::string& what, double tol = 1e-12) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
-}
+using sloth::testing::values;
+using sloth::testing::expect_close;
 
 // x = sin(0.7 i + 0.3) as [1, 1, 2, 3]; the gradient is of sum(y * cos(j)) over y's elements j.
 const std::vector<double> kX4 = {0.29552020666134, 0.841470984807897, 0.991664810452469, 0.675463180551151, 0.041580662433291, -0.611857890942719};

@@ -11,12 +11,12 @@
 
 #include "sloth/sloth.h"
 #include "tests/support/errors.h"
+#include "tests/support/pytorch_values.h"
 
 namespace {
 
 using namespace sloth;
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+using sloth::testing::values;
 
 void expect_close(const Tensor& t, const std::vector<double>& want, const std::string& what) {
   const std::vector<double> got = values(t);

@@ -1,10 +1,13 @@
-// Helpers of the tests that compare with values committed from PyTorch (conv, conv kernels,
-// pooling): the generators' input sequences, and element-wise comparison with a tolerance
-// (NaN expects NaN, infinities compare exactly).
+// Helpers of the tests that compare with values committed from PyTorch (conv, pooling, the
+// LibTorch API suites): the generators' input sequences, a tensor's values as float64, and
+// element-wise comparison with a tolerance (expect_values: NaN expects NaN, infinities compare
+// exactly; expect_close: relative tolerance with a named failure).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -32,6 +35,21 @@ inline void expect_values(const Tensor& t, const std::vector<double>& want, doub
     else if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << "element " << i;
     else EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
   }
+}
+
+// t's elements in row-major order, as float64 (any dtype, any layout).
+inline std::vector<double> values(const Tensor& t) {
+  return t.to(kFloat64).contiguous().to_vector<double>();
+}
+
+// Element-wise |got - want| <= rel_tol * max(1, |want|): a relative tolerance that turns
+// absolute near zero, for expected values committed from a float64 reference.
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& want,
+                         const std::string& what, double rel_tol = 1e-12) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], rel_tol * std::max(1.0, std::abs(want[i])))
+        << what << " at " << i;
 }
 
 // A leaf that requires grad, holding t's values.
