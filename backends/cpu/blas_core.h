@@ -5,7 +5,9 @@ namespace sloth::cpu {
 
 // Makes sure the BLAS runs the best kernels for this CPU (SLOTH_BLAS_CORE, core/settings.h):
 // when OPENBLAS_CORETYPE forces a core narrower than the CPU's AVX-512, OpenBLAS is asked to
-// detect its core again without the variable. Runs once (thread-safe; later calls return at
+// detect its core again without the variable; when its detection (with or without the
+// variable) picks no AVX-512 core on an AVX-512 CPU (an unknown CPU model, as virtual machines
+// report), SkylakeX is named. OPENBLAS_CORETYPE is left as it was. Runs once (thread-safe; later calls return at
 // once); does nothing with a BLAS that lacks OpenBLAS's dynamic-arch entry points.
 void ensure_blas_core();
 

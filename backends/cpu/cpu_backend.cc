@@ -18,6 +18,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
 #include "backends/cpu/profile_info.h"
+#include "backends/cpu/run_state.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/error.h"
@@ -104,8 +105,7 @@ class CpuExecutable final : public lazy::Executable {
     input_slots_ = base.input_slots_;
     max_input_ = base.max_input_;
     max_scalar_ = base.max_scalar_;
-    release_ = base.release_;
-    find_held_at_end();
+    releases_ = base.releases_;
     steps_.resize(base.steps_.size());
     for (size_t k = 0; k < base.steps_.size(); ++k)
       for (const Step& b : base.steps_[k]) {
@@ -169,9 +169,10 @@ class CpuExecutable final : public lazy::Executable {
     struct Done {
       Env& env;
       std::atomic<bool>* busy;
-      // Set once the run completed: every kernel's releases ran, so only these slots (never
-      // released: inputs, outputs, values nothing reads) can still hold a buffer.
-      const std::vector<int32_t>* held_at_end = nullptr;
+      const RunReleases& releases;
+      // Set once the run completed: every kernel's releases ran, so only the slots no kernel
+      // end releases (inputs, outputs, values nothing reads) can still hold a buffer.
+      bool completed = false;
       ~Done() {
         // A failed run still waits for its collectives (their buffers stay alive until then).
         if (!env.pending.empty()) (void)finish_pending(env, env.pending.size());
@@ -179,22 +180,10 @@ class CpuExecutable final : public lazy::Executable {
         // Values computed here that nothing else holds go to the pool (not inputs: those
         // are the caller's, donated or not).
         if (env.compiled_runs > 0) jit::note_compiled_run(env.compiled_runs);
-        if (env.pool != nullptr && held_at_end != nullptr)
-          for (int32_t c : *held_at_end) {
-            // Coded as in release_code_: s for a computed slot, ~s for an input slot.
-            if (c >= 0) env.pool->give(env.vals[c].storage);
-            else env.vals[~c].storage.reset();
-          }
-        else if (env.pool != nullptr)
-          for (size_t s = 0; s < env.vals.size(); ++s) {
-            if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
-            else env.vals[s].storage.reset();
-          }
-        else
-          for (DeviceData& d : env.vals) d.storage.reset();
+        releases.release_at_end(env, completed);
         if (busy) busy->store(false, std::memory_order_release);
       }
-    } done{env, mine ? &busy_ : nullptr};
+    } done{env, mine ? &busy_ : nullptr, releases_};
     if (mine && run_state_->last != this) {  // the plan's last run was at other sizes
       pool_ = BufferPool();
       run_state_->last = this;
@@ -321,14 +310,7 @@ class CpuExecutable final : public lazy::Executable {
         }
         case Op::kEndKernel:
           if (!steps_[op.k].empty()) ++env.stats->kernels_launched;
-          if (env.pool != nullptr) {
-            for (int32_t c : release_code_[op.k]) {
-              if (c >= 0) env.pool->give(env.vals[c].storage);
-              else env.vals[~c].storage.reset();
-            }
-          } else {
-            for (int32_t s : release_[op.k]) env.vals[s].storage.reset();
-          }
+          releases_.release_kernel(env, op.k);
           break;
       }
     }
@@ -346,7 +328,7 @@ class CpuExecutable final : public lazy::Executable {
       const DeviceData& d = env.get(s);
       if (!d.storage)
         return absl::InternalError(absl::StrFormat("cpu backend: output slot %d was never computed", s));
-      if (output_move_[o]) {
+      if (releases_.output_moves(o)) {
         // The run is over and no later output reads this slot: its reference moves to the
         // caller (no reference count taken here and dropped again at the end of the run).
         DeviceData& dst = (*outputs)[o];
@@ -361,7 +343,7 @@ class CpuExecutable final : public lazy::Executable {
       }
     }
     if (mine) reads_ok_ = layouts_ok_ = true;
-    done.held_at_end = &held_at_end_;
+    done.completed = true;
     return absl::OkStatus();
   }
 
@@ -475,18 +457,9 @@ class CpuExecutable final : public lazy::Executable {
     // split_steps finds the last reading position of each slot in its walk over the kernels.
     lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
     const std::vector<int32_t>& last_pos = sp.last_read;
-    auto donatable = [&](const std::vector<int32_t>& reads, int32_t end_pos) {
-      std::vector<int32_t> d;
-      for (int32_t s : reads)
-        if (!plan_out[s] && last_pos[s] <= end_pos &&
-            plan_.slot_kind(s) != SlotKind::kScalar)
-          d.push_back(s);
-      return d;
-    };
 
     steps_.resize(nk);
-    release_ = std::move(sp.release);
-    find_held_at_end();
+    releases_.build(plan_, std::move(sp.release));
     for (size_t k = 0; k < nk; ++k)
       for (lazy::PlanStep& ps : sp.kernels[k]) {
         Step st{ps.kind};
@@ -495,7 +468,7 @@ class CpuExecutable final : public lazy::Executable {
           ProgramOptions opt;
           // Prologue + reduction in one pass: the reduced input is never written to memory.
           if (ps.kind == StepKind::kFusedReduce) opt.reduce = &plan_.instrs[ps.instr];
-          else opt.donatable = donatable(ps.reads, pos[ps.instrs.back()]);
+          else opt.donatable = donation_candidates(plan_, plan_out, last_pos, ps.reads, pos[ps.instrs.back()]);
           st.program = compile_elementwise(plan_, ps.instrs, ps.materialize, opt);
         }
         st.io = std::make_shared<const StepIO>(StepIO{std::move(ps.instrs), std::move(ps.reads)});
@@ -727,7 +700,7 @@ class CpuExecutable final : public lazy::Executable {
   std::shared_ptr<const Plan> plan_holder_;
   const Plan& plan_;
   std::vector<std::vector<Step>> steps_;
-  std::vector<std::vector<int32_t>> release_;
+  RunReleases releases_;
   std::vector<RowGroup> groups_;
   absl::flat_hash_set<int32_t> materialized_;  // slots some step reads (profile_info)
   std::mutex prof_mu_;
@@ -749,33 +722,6 @@ class CpuExecutable final : public lazy::Executable {
     return gen.fetch_add(1, std::memory_order_relaxed) + 1;
   }
   uint64_t layout_gen_ = 0;
-  std::vector<int32_t> held_at_end_;  // slots no kernel end releases (Done)
-  void find_held_at_end() {
-    std::vector<char> released(plan_.slots.size(), 0);
-    for (const auto& r : release_)
-      for (int32_t s : r) released[s] = 1;
-    held_at_end_.clear();
-    for (size_t s = 0; s < plan_.slots.size(); ++s)
-      if (!released[s]) held_at_end_.push_back(code(static_cast<int32_t>(s)));
-    release_code_.assign(release_.size(), {});
-    for (size_t k = 0; k < release_.size(); ++k)
-      for (int32_t s : release_[k]) release_code_[k].push_back(code(s));
-    // An output's reference moves to the caller when its slot is computed by the plan (not
-    // an input or a bound scalar: those are not this run's) and no later output names it.
-    // One backward walk with a flag per slot: a wide plan has as many outputs as nodes.
-    output_move_.assign(plan_.outputs.size(), 0);
-    std::vector<char> named_later(plan_.slots.size(), 0);
-    for (size_t o = plan_.outputs.size(); o-- > 0;) {
-      const int32_t s = plan_.outputs[o];
-      output_move_[o] = !named_later[s] && plan_.slots[s].kind == SlotKind::kValue;
-      named_later[s] = 1;
-    }
-  }
-  // A slot as the release lists code it: s for a computed (or scalar) slot, whose buffer may
-  // go to the pool; ~s (negative) for an input slot, whose buffer is the caller's.
-  int32_t code(int32_t s) const { return plan_.slots[s].kind == SlotKind::kInput ? ~s : s; }
-  std::vector<std::vector<int32_t>> release_code_;  // release_, coded (see code())
-  std::vector<char> output_move_;                   // per plan output (find_held_at_end)
   bool layouts_ok_ = false, reads_ok_ = false;
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
   // instances of this plan for other sizes (same slots): a program whose sizes change every
