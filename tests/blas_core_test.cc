@@ -16,7 +16,9 @@ namespace {
 using namespace sloth;
 
 TEST(BlasCoreDetect, AvxCoreWithoutTheVariableAndMatmulRight) {
-  ASSERT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr) << "this test runs without the variable";
+  // Bazel runs tests without the caller's environment; run by hand with it, the case is not
+  // this test's.
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) GTEST_SKIP() << "OPENBLAS_CORETYPE is set";
   // 67 x 301 x 129: large enough for OpenBLAS (small_gemm takes only small products).
   const int64_t m = 67, k = 301, n = 129;
   std::vector<double> a(m * k), b(k * n);
