@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/float_env.h"  // set_flush_denormal
 #include "sloth/autograd_api.h"
 #include "sloth/compat.h"
 #include "sloth/func.h"

@@ -21,6 +21,7 @@
 #include "backends/cpu/run_state.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/float_env.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "lazy/steps.h"
@@ -163,6 +164,7 @@ class CpuExecutable final : public lazy::Executable {
     // executable gets a fresh table.
     const bool mine = !busy_.exchange(true, std::memory_order_acquire);
     ComputeBurst burst;  // idle workers poll for this plan's next kernel, then sleep
+    sloth::internal::sync_float_env();  // a set_flush_denormal since this thread last ran
     Env local_env;
     Env& env = mine ? env_ : local_env;
     if (!mine) env.vals.resize(plan_.slots.size());

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/float_env.h"
 #include "core/settings.h"
 #include "lazy/profiler.h"
 
@@ -129,6 +130,7 @@ class Pool {
       }
       if (stop_.load()) return;
       seen = v >> 32;
+      sloth::internal::sync_float_env();  // the submitting thread's flush-denormal mode
       if (lazy::profiling::on()) {
         // A worker's share of the current kernel, on its own row of the trace.
         const int64_t t0 = lazy::profiling::now_ns();
