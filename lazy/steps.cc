@@ -31,28 +31,22 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
       for (int32_t s : in.in) ++counted[s];
   }
   const std::vector<int32_t>& reads_of = plan.read_counts.size() == ns ? plan.read_counts : counted;
-  // Per slot, all the walk's marks in one record (one cache line per slot visited instead of
-  // one per array: on a plan of 1e5 nodes the arrays are megabytes). Membership marks are
-  // stamped per kernel / per run instead of sets rebuilt each time.
-  struct Marks {
-    int32_t kout = -1;       // kernel whose outputs include the slot
-    int32_t produced = -1;   // run that computes it
-    int32_t run = -1;        // run whose reads `run_reads` counts
-    int32_t run_reads = 0;   // reads of it by that run
-    int32_t last_use = -1;   // last kernel reading or writing it
-    bool plan_out = false;   // a plan output
-  };
-  std::vector<Marks> m(ns);
-  for (int32_t o : plan.outputs) m[o].plan_out = true;
+  std::vector<char> plan_out(ns, 0);
+  for (int32_t o : plan.outputs) plan_out[o] = 1;
+  // Membership marks stamped per kernel / per run instead of sets rebuilt each time.
+  std::vector<int32_t> kout_mark(ns, -1), produced_mark(ns, -1);
+  // Per slot: the reads of it by the current run (stamped: valid where run_mark is the run's).
+  std::vector<int32_t> run_mark(ns, -1), run_reads(ns, 0);
   int32_t run_stamp = 0;
   StepPlan sp;
   sp.kernels.resize(nk);
   sp.release.resize(nk);
+  std::vector<int> last_use(ns, -1);
   sp.last_read.assign(ns, -1);
   int32_t pos = 0;
   for (size_t k = 0; k < nk; ++k) {
     const Kernel& kern = plan.kernels[k];
-    for (int32_t o : kern.outputs) m[o].kout = static_cast<int32_t>(k);
+    for (int32_t o : kern.outputs) kout_mark[o] = static_cast<int32_t>(k);
     // A run of elementwise instructions (`skip`: a reader that does not count as outside,
     // the reduction a prologue feeds) reads what it does not produce and writes what a plan
     // output, a kernel output or an instruction outside the run needs.
@@ -64,18 +58,18 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
       st.materialize.reserve(run.size());
       const int32_t stamp = run_stamp++;
       auto count_read = [&](int32_t s) {
-        if (m[s].run != stamp) {
-          m[s].run = stamp;
-          m[s].run_reads = 0;
+        if (run_mark[s] != stamp) {
+          run_mark[s] = stamp;
+          run_reads[s] = 0;
         }
-        ++m[s].run_reads;
+        ++run_reads[s];
       };
       for (int32_t i : run) {
         for (int32_t s : plan.instrs[i].in) {
-          if (m[s].produced != stamp) st.reads.push_back(s);
+          if (produced_mark[s] != stamp) st.reads.push_back(s);
           count_read(s);
         }
-        m[plan.instrs[i].out].produced = stamp;
+        produced_mark[plan.instrs[i].out] = stamp;
       }
       if (skip >= 0)
         for (int32_t s : plan.instrs[skip].in) count_read(s);
@@ -83,9 +77,8 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
         const int32_t s = plan.instrs[i].out;
         // Read by an instruction outside the run (other than `skip`): its reads are not all
         // the run's.
-        const Marks& ms = m[s];
-        const bool outside = ms.kout == static_cast<int32_t>(k) || ms.plan_out ||
-                             reads_of[s] > (ms.run == stamp ? ms.run_reads : 0);
+        const bool outside = kout_mark[s] == static_cast<int32_t>(k) || plan_out[s] ||
+                             reads_of[s] > (run_mark[s] == stamp ? run_reads[s] : 0);
         if (outside) st.materialize.push_back(s);
       }
       st.instrs = std::move(run);
@@ -131,19 +124,19 @@ StepPlan split_steps(const Plan& plan, FusedReduceRule fused_reduce) {
     flush();
     for (int32_t i : kern.instrs) {
       for (int32_t s : plan.instrs[i].in) {
-        m[s].last_use = std::max(m[s].last_use, static_cast<int32_t>(k));
+        last_use[s] = std::max(last_use[s], static_cast<int>(k));
         sp.last_read[s] = pos;  // positions only grow: the last write is the largest
       }
       ++pos;
       const int32_t o = plan.instrs[i].out;
-      m[o].last_use = std::max(m[o].last_use, static_cast<int32_t>(k));
+      last_use[o] = std::max(last_use[o], static_cast<int>(k));
     }
   }
   // Release each slot after the kernel that last reads it. The plan's free_after says the
   // same for well-formed plans; deriving it here keeps a slot alive if the two disagree.
   for (size_t s = 0; s < plan.slots.size(); ++s)
-    if (m[s].last_use >= 0 && !m[s].plan_out)
-      sp.release[m[s].last_use].push_back(static_cast<int32_t>(s));
+    if (last_use[s] >= 0 && !plan_out[s])
+      sp.release[last_use[s]].push_back(static_cast<int32_t>(s));
   return sp;
 }
 
