@@ -16,12 +16,16 @@ DType compute_dtype(const Instr& in) {
 
 namespace {
 
-// What build_ew_form knows of each plan slot while it builds one form. Kept per thread and
-// indexed by slot, valid where `tag` is the current build's: a wide plan builds thousands of
-// forms (one per kernel of 32 siblings), and four hash maps per form were ~17% of planning a
-// 1e5-node graph (their allocations and hashing), growing with the heap's size.
+// What build_ew_form knows of each plan slot while it builds one form, in a small per-thread
+// open-addressing table keyed by slot: entries are valid where `tag` is the current build's,
+// so nothing is cleared or allocated per form. A wide plan builds thousands of forms (one per
+// kernel of 32 siblings), and four hash maps per form were ~17% of planning a 1e5-node graph
+// (their allocations and hashing). A table indexed by slot instead would span every slot of
+// the plan (megabytes on a 1e5-node plan: cache misses); this one holds one form's few
+// hundred slots and stays in cache.
 struct SlotEntry {
   uint32_t tag = 0;
+  int32_t slot = -1;
   int internal = -1;  // the value computed here for the slot
   int loaded = -1;    // the slot's first read from outside, as loaded_dtype (others: extra)
   int operand = -1;   // index in f.operands
@@ -29,28 +33,40 @@ struct SlotEntry {
   bool wanted = false;  // in `materialize`
 };
 struct FormScratch {
-  std::vector<SlotEntry> slots;
+  std::vector<SlotEntry> table;  // a power of two, at least twice the slots of a form
   uint32_t tag = 0;
   // Rare cases, searched linearly: a slot read from outside in a second dtype, a value
   // converted to a second dtype.
   std::vector<std::tuple<int32_t, DType, int>> extra_loads;
-  std::vector<int> converted;                            // per value: its first conversion
+  std::vector<int> converted;  // per value: its first conversion (-1: none)
   std::vector<std::tuple<int, DType, int>> extra_converts;
-  // Starts a build over `num_slots` slots: every entry reads as fresh.
-  void begin(size_t num_slots) {
-    if (slots.size() < num_slots) slots.resize(num_slots);
+  // Starts a build that names at most `max_slots` distinct slots: every entry reads as free.
+  void begin(size_t max_slots) {
+    size_t want = 64;
+    while (want < 2 * max_slots) want *= 2;
+    if (table.size() < want) {
+      table.assign(want, SlotEntry{});
+      tag = 0;
+    }
     if (++tag == 0) {  // wrapped: old tags could read as current
-      for (SlotEntry& e : slots) e.tag = 0;
+      for (SlotEntry& e : table) e.tag = 0;
       tag = 1;
     }
     extra_loads.clear();
     converted.clear();
     extra_converts.clear();
   }
+  // The slot's entry, made fresh on its first use in this build.
   SlotEntry& at(int32_t slot) {
-    SlotEntry& e = slots[slot];
-    if (e.tag != tag) e = SlotEntry{tag};
-    return e;
+    const size_t mask = table.size() - 1;
+    for (size_t i = (static_cast<uint32_t>(slot) * 0x9e3779b1u) & mask;; i = (i + 1) & mask) {
+      SlotEntry& e = table[i];
+      if (e.tag != tag) {
+        e = SlotEntry{tag, slot};
+        return e;
+      }
+      if (e.slot == slot) return e;
+    }
   }
 };
 
@@ -62,13 +78,14 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
   EwForm f;
   if (reduce != nullptr) f.shape = plan.slots[reduce->in[0]].shape;
   else if (!instrs.empty()) f.shape = plan.instrs[instrs.back()].shape;
-  thread_local FormScratch x;
-  x.begin(plan.slots.size());
-  for (int32_t s : materialize) x.at(s).wanted = true;
   // Sized once from the instruction count (each instruction reads at most 3 operands; a
   // kernel has at most 128 instructions): the lists do not regrow while filling.
   size_t reads = 0;
   for (int32_t ii : instrs) reads += plan.instrs[ii].in.size();
+  thread_local FormScratch x;
+  // The slots named: operands, outputs, materialized ones and the reduction's input.
+  x.begin(reads + instrs.size() + materialize.size() + 1);
+  for (int32_t s : materialize) x.at(s).wanted = true;
   f.operands.reserve(reads + 1);
   f.outputs.reserve(std::min(instrs.size(), materialize.size()));
   f.steps.reserve(instrs.size() * 2);
