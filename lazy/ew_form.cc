@@ -1,10 +1,9 @@
 #include "lazy/ew_form.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/ew_semantics_text.h"
 
@@ -15,63 +14,131 @@ DType compute_dtype(const Instr& in) {
   return operand_dtype(in, op_info(in.op).facts.operands == Operands::kBoolCondition ? 1 : 0);
 }
 
+namespace {
+
+// What build_ew_form knows of each plan slot while it builds one form, in a small per-thread
+// open-addressing table keyed by slot: entries are valid where `tag` is the current build's,
+// so nothing is cleared or allocated per form. A wide plan builds thousands of forms (one per
+// kernel of 32 siblings), and four hash maps per form were ~17% of planning a 1e5-node graph
+// (their allocations and hashing). A table indexed by slot instead would span every slot of
+// the plan (megabytes on a 1e5-node plan: cache misses); this one holds one form's few
+// hundred slots and stays in cache.
+struct SlotEntry {
+  uint32_t tag = 0;
+  int32_t slot = -1;
+  int internal = -1;  // the value computed here for the slot
+  int loaded = -1;    // the slot's first read from outside, as loaded_dtype (others: extra)
+  int operand = -1;   // index in f.operands
+  DType loaded_dtype = DType::kFloat32;
+  bool wanted = false;  // in `materialize`
+};
+struct FormScratch {
+  std::vector<SlotEntry> table;  // a power of two, at least twice the slots of a form
+  uint32_t tag = 0;
+  // Rare cases, searched linearly: a slot read from outside in a second dtype, a value
+  // converted to a second dtype.
+  std::vector<std::tuple<int32_t, DType, int>> extra_loads;
+  std::vector<int> converted;  // per value: its first conversion (-1: none)
+  std::vector<std::tuple<int, DType, int>> extra_converts;
+  // Starts a build that names at most `max_slots` distinct slots: every entry reads as free.
+  void begin(size_t max_slots) {
+    size_t want = 64;
+    while (want < 2 * max_slots) want *= 2;
+    if (table.size() < want) {
+      table.assign(want, SlotEntry{});
+      tag = 0;
+    }
+    if (++tag == 0) {  // wrapped: old tags could read as current
+      for (SlotEntry& e : table) e.tag = 0;
+      tag = 1;
+    }
+    extra_loads.clear();
+    converted.clear();
+    extra_converts.clear();
+  }
+  // The slot's entry, made fresh on its first use in this build.
+  SlotEntry& at(int32_t slot) {
+    const size_t mask = table.size() - 1;
+    for (size_t i = (static_cast<uint32_t>(slot) * 0x9e3779b1u) & mask;; i = (i + 1) & mask) {
+      SlotEntry& e = table[i];
+      if (e.tag != tag) {
+        e = SlotEntry{tag, slot};
+        return e;
+      }
+      if (e.slot == slot) return e;
+    }
+  }
+};
+
+}  // namespace
+
 EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
                      const std::vector<int32_t>& materialize, const Instr* reduce) {
   using Kind = EwForm::StepKind;
   EwForm f;
   if (reduce != nullptr) f.shape = plan.slots[reduce->in[0]].shape;
   else if (!instrs.empty()) f.shape = plan.instrs[instrs.back()].shape;
-  absl::flat_hash_map<int32_t, int> internal;                  // slot computed here -> value
-  absl::flat_hash_map<std::pair<int32_t, DType>, int> loaded;  // (slot, dtype) -> value
-  absl::flat_hash_map<std::pair<int, DType>, int> converted;   // (value, dtype) -> value
-  absl::flat_hash_map<int32_t, int> operand_of;                // slot -> index in f.operands
-  // Sorted, searched by bisection: cheaper to build than a hash set for a kernel's few outputs.
-  std::vector<int32_t> wanted(materialize.begin(), materialize.end());
-  std::sort(wanted.begin(), wanted.end());
   // Sized once from the instruction count (each instruction reads at most 3 operands; a
-  // kernel has at most 128 instructions): the maps and lists do not regrow while filling.
+  // kernel has at most 128 instructions): the lists do not regrow while filling.
   size_t reads = 0;
   for (int32_t ii : instrs) reads += plan.instrs[ii].in.size();
-  internal.reserve(instrs.size());
-  loaded.reserve(reads + 1);
-  operand_of.reserve(reads + 1);
+  thread_local FormScratch x;
+  // The slots named: operands, outputs, materialized ones and the reduction's input.
+  x.begin(reads + instrs.size() + materialize.size() + 1);
+  for (int32_t s : materialize) x.at(s).wanted = true;
   f.operands.reserve(reads + 1);
   f.outputs.reserve(std::min(instrs.size(), materialize.size()));
   f.steps.reserve(instrs.size() * 2);
   f.values.reserve(instrs.size() * 2);
   auto new_val = [&](DType t) {
     f.values.push_back(t);
+    x.converted.push_back(-1);
     return static_cast<int>(f.values.size()) - 1;
+  };
+  // A new step of `kind` defining a new value of type t (the caller fills in its operands).
+  auto define = [&](Kind kind, DType t) {
+    EwForm::Step s{kind, new_val(t)};
+    return s;
   };
   // The value of `slot` read as `t`: computed here (converted once per dtype), or loaded /
   // read as a scalar once per dtype.
   auto read = [&](int32_t slot, DType t) {
-    if (auto it = internal.find(slot); it != internal.end()) {
-      const int v = it->second;
+    SlotEntry& e = x.at(slot);
+    if (e.internal >= 0) {
+      const int v = e.internal;
       if (f.values[v] == t) return v;
-      auto [c, fresh] = converted.try_emplace({v, t}, -1);
-      if (fresh) {
-        c->second = new_val(t);
-        EwForm::Step s{Kind::kConvert, c->second};
-        s.in[0] = v;
-        f.steps.push_back(s);
-      }
-      return c->second;
-    }
-    auto [l, fresh] = loaded.try_emplace({slot, t}, -1);
-    if (fresh) {
-      l->second = new_val(t);
-      EwForm::Step s{Kind::kScalar, l->second};
-      s.slot = slot;
-      if (plan.slot_kind(slot) != SlotKind::kScalar) {
-        s.kind = Kind::kLoad;
-        auto [o, first] = operand_of.try_emplace(slot, static_cast<int>(f.operands.size()));
-        if (first) f.operands.push_back({slot, plan.slots[slot].dtype});
-        s.operand = o->second;
-      }
+      if (int c = x.converted[v]; c >= 0 && f.values[c] == t) return c;
+      for (const auto& [from, to, c] : x.extra_converts)
+        if (from == v && to == t) return c;
+      EwForm::Step s = define(Kind::kConvert, t);
+      s.in[0] = v;
       f.steps.push_back(s);
+      if (x.converted[v] < 0) x.converted[v] = s.out;
+      else x.extra_converts.emplace_back(v, t, s.out);
+      return s.out;
     }
-    return l->second;
+    if (e.loaded >= 0 && e.loaded_dtype == t) return e.loaded;
+    if (e.loaded >= 0)
+      for (const auto& [sl, dt, v] : x.extra_loads)
+        if (sl == slot && dt == t) return v;
+    EwForm::Step s = define(Kind::kScalar, t);
+    s.slot = slot;
+    if (plan.slot_kind(slot) != SlotKind::kScalar) {
+      s.kind = Kind::kLoad;
+      if (e.operand < 0) {
+        e.operand = static_cast<int>(f.operands.size());
+        f.operands.push_back({slot, plan.slots[slot].dtype});
+      }
+      s.operand = e.operand;
+    }
+    f.steps.push_back(s);
+    if (e.loaded < 0) {
+      e.loaded = s.out;
+      e.loaded_dtype = t;
+    } else {
+      x.extra_loads.emplace_back(slot, t, s.out);
+    }
+    return s.out;
   };
   for (int32_t ii : instrs) {
     const Instr& in = plan.instrs[ii];
@@ -86,13 +153,14 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
       st.in[i] = read(in.in[i], operand_dtype(in, static_cast<int>(i)));
     st.out = new_val(in.dtype);
     f.steps.push_back(st);
-    internal[in.out] = st.out;
-    if (std::binary_search(wanted.begin(), wanted.end(), in.out)) f.outputs.push_back({in.out, st.out});
+    SlotEntry& o = x.at(in.out);
+    o.internal = st.out;
+    if (o.wanted) f.outputs.push_back({in.out, st.out});
   }
   if (reduce != nullptr) {
     const int32_t slot = reduce->in[0];
-    if (internal.count(slot))
-      f.reduced = internal[slot];
+    if (const int v = x.at(slot).internal; v >= 0)
+      f.reduced = v;
     else if (instrs.empty() && plan.slots[slot].kind != SlotKind::kScalar)
       f.reduced = read(slot, plan.slots[slot].dtype);  // no prologue: the input tile by tile
     else

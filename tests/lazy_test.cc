@@ -225,5 +225,65 @@ TEST(EwForm, LoadsAndConversionsAreSharedOnce) {
   EXPECT_EQ(lazy::ew_call(f.steps[7], args, name), "binary<OpId::kAdd, double>(a, b)");
 }
 
+// build_ew_form keeps what it knows of each slot in a per-thread table reused by the next
+// form: nothing of one form may show in the next (a slot computed by the first is an operand
+// of the second), and a slot read in two dtypes is loaded once per dtype, a value converted
+// to two dtypes once per dtype.
+TEST(EwForm, ConsecutiveFormsShareNothing) {
+  using Kind = lazy::EwForm::StepKind;
+  lazy::Plan plan;
+  plan.slots.resize(6);
+  plan.slots[0] = {lazy::SlotKind::kInput, 0, DType::kInt32, {4}, {1}};
+  plan.slots[1] = {lazy::SlotKind::kValue, 0, DType::kInt32, {4}, {}};
+  plan.slots[2] = {lazy::SlotKind::kValue, 0, DType::kFloat32, {4}, {}};
+  plan.slots[3] = {lazy::SlotKind::kValue, 0, DType::kFloat64, {4}, {}};
+  plan.slots[4] = {lazy::SlotKind::kValue, 0, DType::kFloat32, {4}, {}};
+  plan.slots[5] = {lazy::SlotKind::kValue, 0, DType::kFloat64, {4}, {}};
+  auto instr = [](OpId op, DType t, std::initializer_list<int32_t> in, int32_t out) {
+    lazy::Instr i{op, t, {4}, {}, {}, out};
+    i.in.assign(in.begin(), in.end());
+    return i;
+  };
+  plan.instrs = {instr(OpId::kNeg, DType::kInt32, {0}, 1),
+                 instr(OpId::kAdd, DType::kFloat32, {1, 1}, 2),    // 1 as float
+                 instr(OpId::kAdd, DType::kFloat64, {1, 2}, 3),    // 1 as double, 2 as double
+                 instr(OpId::kMul, DType::kFloat32, {1, 0}, 4),    // 1 as float again, 0 as float
+                 instr(OpId::kAdd, DType::kFloat64, {3, 0}, 5)};   // 0 as double
+  // The first form computes slot 1 (and converts it twice); the second reads it from memory.
+  // Slot 4 is wanted here (not computed): the second form computes it but does not want it.
+  const lazy::EwForm a = lazy::build_ew_form(plan, {0, 1, 2}, {1, 3, 4});
+  ASSERT_EQ(a.error, "");
+  std::vector<Kind> kinds;
+  for (const auto& s : a.steps) kinds.push_back(s.kind);
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::kLoad, Kind::kOp, Kind::kConvert, Kind::kOp,
+                                      Kind::kConvert, Kind::kConvert, Kind::kOp}));
+  EXPECT_EQ(a.values[a.steps[4].out], DType::kFloat64) << "slot 1 converted to double once";
+  EXPECT_EQ(a.steps[6].in[0], a.steps[4].out);
+  ASSERT_EQ(a.outputs.size(), 2u);
+  EXPECT_EQ(a.outputs[0].slot, 1);
+  EXPECT_EQ(a.outputs[1].slot, 3);
+
+  const lazy::EwForm b = lazy::build_ew_form(plan, {3, 4}, {5});
+  ASSERT_EQ(b.error, "");
+  kinds.clear();
+  for (const auto& s : b.steps) kinds.push_back(s.kind);
+  // mul(load 1 as float, load 0 as float); add(load 3 as double, load 0 as double).
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::kLoad, Kind::kLoad, Kind::kOp, Kind::kLoad,
+                                      Kind::kLoad, Kind::kOp}));
+  ASSERT_EQ(b.operands.size(), 3u) << "slot 0, read in two dtypes, is one operand";
+  EXPECT_EQ(b.operands[0].slot, 1);
+  EXPECT_EQ(b.operands[1].slot, 0);
+  EXPECT_EQ(b.operands[2].slot, 3);
+  EXPECT_EQ(b.steps[4].operand, 1);
+  EXPECT_EQ(b.values[b.steps[4].out], DType::kFloat64);
+  EXPECT_NE(b.steps[4].out, b.steps[1].out) << "0 as double is its own load";
+  ASSERT_EQ(b.outputs.size(), 1u) << "slot 4 was wanted by the first form only";
+  EXPECT_EQ(b.outputs[0].slot, 5);
+  // Built again, the first form is the same.
+  const lazy::EwForm a2 = lazy::build_ew_form(plan, {0, 1, 2}, {1, 3, 4});
+  ASSERT_EQ(a2.steps.size(), a.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a2.steps[i].out, a.steps[i].out);
+}
+
 }  // namespace
 }  // namespace sloth
