@@ -166,7 +166,10 @@ rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6/jit:1"),
          ("  same, sloth::jit (replayed)", "mlp_b32", "BM_TrainMlpJit/batch:32"),
          ("tiny MLP 32-64-64-1 b16 step", "tiny_mlp_b16", "BM_TrainTinyMlp/batch:16"),
          ("  same, raw sloth ops", "tiny_mlp_b16", "BM_TrainTinyMlpRaw/batch:16"),
-         ("  same, sloth::jit (replayed)", "tiny_mlp_b16", "BM_TrainTinyMlpJit/batch:16")]
+         ("  same, sloth::jit (replayed)", "tiny_mlp_b16", "BM_TrainTinyMlpJit/batch:16"),
+         # Denormals flushed on both sides (train_bench.cc: the step trains into them).
+         ("tiny MLP b16 step, flush denormal", "tiny_mlp_b16_ftz", "BM_TrainTinyMlpFtz/batch:16"),
+         ("  same, sloth::jit (replayed)", "tiny_mlp_b16_ftz", "BM_TrainTinyMlpJitFtz/batch:16")]
 def fmt(ms):
     if ms is None: return "n/a"
     return f"{ms*1e3:.1f} us" if ms < 1 else f"{ms:.2f} ms"

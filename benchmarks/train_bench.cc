@@ -233,6 +233,26 @@ void BM_TrainTinyMlpJit(benchmark::State& state) { train_tiny_mlp<NnMlpJit>(stat
 BENCHMARK(BM_TrainTinyMlpJit)->Arg(16)->ArgName("batch")->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
+// The same steps with set_flush_denormal(true) (LibTorch's side: tiny_mlp_b16_ftz, with
+// setFlushDenormal). The step trains one batch of 16 towards a loss of ~1e-16: within a
+// thousand steps a tenth of SGD's momentum entries are denormal (PyTorch 1.13 the same: 535 of
+// 6337 at step 1000, 2111 from step 10000), and each vector instruction over one takes a
+// microcode assist (~150 cycles). That is a fixed cost per instruction, not per runtime
+// overhead, so it is a far larger share of sloth's step than of LibTorch's; with FTZ on both
+// sides these rows compare the runtimes alone.
+template <class Model>
+void train_tiny_mlp_ftz(benchmark::State& state) {
+  sloth::set_flush_denormal(true);
+  train_tiny_mlp<Model>(state);
+  sloth::set_flush_denormal(false);
+}
+void BM_TrainTinyMlpFtz(benchmark::State& state) { train_tiny_mlp_ftz<NnMlp>(state); }
+void BM_TrainTinyMlpJitFtz(benchmark::State& state) { train_tiny_mlp_ftz<NnMlpJit>(state); }
+BENCHMARK(BM_TrainTinyMlpFtz)->Arg(16)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_TrainTinyMlpJitFtz)->Arg(16)->ArgName("batch")->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+
 // The README's main job, step for step: train_fashion_mnist's MLP 784-256-128-10 at batch 128
 // with AdamW (lr 3e-3, weight decay 1e-2), cross_entropy, zero_grad, backward, step,
 // mark_step (the example reads the loss every 50 steps; here every step, the worse case).
