@@ -12,6 +12,7 @@
 #include "backends/cpu/blas_core.h"
 #include "core/ew_semantics.h"
 #include "sloth/sloth.h"
+#include "tests/support/blas_check.h"
 
 namespace {
 using namespace sloth;
@@ -71,25 +72,12 @@ TEST(Erf, ErfAndGeluOpsMatchDouble) {
 // GEMMs stay right whichever core runs them, and the core is the CPU's AVX-512 one when the
 // environment forced a narrower one (SLOTH_BLAS_CORE=auto, the default).
 TEST(BlasCore, MatmulCorrectAndCoreSelected) {
-  const int64_t m = 67, k = 301, n = 129;
-  std::vector<double> a(m * k), b(k * n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(std::sin(0.37 * i));
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(std::cos(0.23 * i));
-  const std::vector<double> c =
-      matmul(tensor(a, {m, k}), tensor(b, {k, n})).to(kFloat64).to_vector<double>();
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double want = 0;
-      for (int64_t p = 0; p < k; ++p) want += a[i * k + p] * b[p * n + j];
-      ASSERT_NEAR(c[i * n + j], want, 1e-4 * (1 + std::fabs(want))) << i << "," << j;
-    }
+  ASSERT_NO_FATAL_FAILURE(sloth::testing::expect_blas_matmul_right());
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool avx512 = sloth::testing::cpu_has_avx512();
   const std::string core = cpu::blas_core_name();
   if (forced != nullptr && avx512 && !core.empty()) {
-    EXPECT_TRUE(core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids") << core;
+    EXPECT_TRUE(sloth::testing::is_avx512_core(core)) << core;
   }
   // The variable itself is left as the user set it.
   if (forced != nullptr) {
