@@ -50,6 +50,21 @@ inline Tensor tensor(std::vector<double> values, TensorOptions o) {
   return tensor(std::move(values), Shape{-1}, o);
 }
 
+// torch::tensor(std::vector<T>) for a vector the program already holds (`tensor({...})` is
+// the std::vector<double> overload in ops.h). LibTorch's dtype rule: float vectors take the
+// default float type, int32 and int64 vectors become int64, uint8 stays uint8; the options'
+// dtype wins when given. LibTorch rejects std::vector<bool>; here it makes a bool tensor.
+template <typename T>
+  requires(std::same_as<T, float> || std::same_as<T, int32_t> || std::same_as<T, int64_t> ||
+           std::same_as<T, uint8_t> || std::same_as<T, bool>)
+Tensor tensor(const std::vector<T>& values, TensorOptions o = {}) {
+  if (!o.has_dtype_) {
+    if constexpr (std::same_as<T, float>) o = o.dtype(kDefaultFloat);
+    else if constexpr (std::same_as<T, int32_t>) o = o.dtype(DType::kInt64);
+  }
+  return from_vector(values, Shape{-1}, o);
+}
+
 // torch::ones({2, 2}, torch::requires_grad()).
 inline TensorOptions requires_grad(bool on = true) { return TensorOptions().requires_grad(on); }
 

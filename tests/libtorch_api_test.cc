@@ -287,6 +287,32 @@ TEST(TensorConveniences, FactoriesDtypesDevices) {
   EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
 }
 
+// torch::tensor(std::vector<T>) with LibTorch 1.13's dtypes (checked there): vector<float> and
+// vector<double> -> Float, vector<int> and vector<int64_t> -> Long, vector<uint8_t> -> Byte;
+// an options dtype wins; an integer tensor cannot require grad.
+TEST(TensorConveniences, TensorFromHeldVectors) {
+  const std::vector<float> f{1.5f, -2.f, 3.f};
+  Tensor tf = tensor(f);
+  EXPECT_EQ(tf.dtype(), kFloat32);
+  EXPECT_EQ(tf.to_vector<float>(), f);
+  EXPECT_EQ(tensor(std::vector<double>{0.25, 4}).dtype(), kFloat32);
+  const std::vector<int> i{7, -8};
+  EXPECT_EQ(tensor(i).dtype(), kInt64);
+  EXPECT_EQ(tensor(i).to_vector<int64_t>(), (std::vector<int64_t>{7, -8}));
+  EXPECT_EQ(tensor(std::vector<int64_t>{int64_t{1} << 40}).to_vector<int64_t>(),
+            (std::vector<int64_t>{int64_t{1} << 40}));
+  EXPECT_EQ(tensor(std::vector<uint8_t>{255, 0}).dtype(), kUInt8);
+  EXPECT_EQ(tensor(std::vector<bool>{true, false}).to_vector<bool>(),
+            (std::vector<bool>{true, false}));
+  Tensor td = tensor(f, kDouble);
+  EXPECT_EQ(td.dtype(), kFloat64);
+  EXPECT_EQ(td.to_vector<double>(), (std::vector<double>{1.5, -2, 3}));
+  Tensor g = tensor(f, requires_grad());
+  EXPECT_TRUE(g.requires_grad());
+  EXPECT_TRUE(g.is_leaf());
+  EXPECT_THROW(tensor(i, requires_grad()), Error);
+}
+
 // `std::cout << t.dtype()` compiles and prints LibTorch's ScalarType names
 // (`std::cout << torch::kFloat` prints "Float").
 TEST(TensorConveniences, DTypePrintsLibTorchNames) {
