@@ -169,7 +169,9 @@ rows += [("relu(a*b+c)*d-e/2 (16M f32)", "chain6", "BM_SlothChain6/jit:1"),
          ("  same, sloth::jit (replayed)", "tiny_mlp_b16", "BM_TrainTinyMlpJit/batch:16"),
          # Denormals flushed on both sides (train_bench.cc: the step trains into them).
          ("tiny MLP b16 step, flush denormal", "tiny_mlp_b16_ftz", "BM_TrainTinyMlpFtz/batch:16"),
-         ("  same, sloth::jit (replayed)", "tiny_mlp_b16_ftz", "BM_TrainTinyMlpJitFtz/batch:16")]
+         ("  same, sloth::jit (replayed)", "tiny_mlp_b16_ftz", "BM_TrainTinyMlpJitFtz/batch:16"),
+         ("tiny MLP b16 step, 64-batch dataset", "tiny_mlp_b16_data", "BM_TrainTinyMlpData/batch:16"),
+         ("  same, sloth::jit (replayed)", "tiny_mlp_b16_data", "BM_TrainTinyMlpJitData/batch:16")]
 def fmt(ms):
     if ms is None: return "n/a"
     return f"{ms*1e3:.1f} us" if ms < 1 else f"{ms:.2f} ms"
