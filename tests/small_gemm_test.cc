@@ -53,7 +53,10 @@ TEST(SmallGemm, MatchesFloat64ReferenceForEveryTransposeAndSize) {
       // odd sizes: row and column tails, k not a multiple of 16, single rows and columns
       {1, 1, 1}, {1, 1, 37}, {1, 70, 3}, {70, 1, 3}, {5, 70, 3}, {15, 17, 33}, {3, 3, 3},
       {24, 40, 50}, {48, 40, 50}, {10, 128, 128}, {128, 10, 128}, {128, 128, 10}, {7, 65, 1},
-      {31, 31, 31}, {2, 200, 17}, {200, 2, 17}};
+      {31, 31, 31}, {2, 200, 17}, {200, 2, 17},
+      // x @ W^T with n, k multiples of 16 (W transposed, blocks of 4 rows x 64 columns): row
+      // tails of 1-3, last column panels of 16 and 48
+      {6, 48, 16}, {9, 80, 48}, {4, 16, 16}, {3, 128, 32}};
   for (const Case& cs : cases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)

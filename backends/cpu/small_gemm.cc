@@ -97,6 +97,73 @@ SLOTH_AVX512 void gemm_tiles(bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
   }
 }
 
+// B stored n x k (tb) into bt = B^T (k x n, row stride n) by 16x16 register transposes; n and
+// k are multiples of 16.
+SLOTH_AVX512 void transpose_b(int64_t n, int64_t k, const float* b, int64_t ldb, float* bt) {
+  for (int64_t j0 = 0; j0 < n; j0 += 16)
+    for (int64_t p0 = 0; p0 < k; p0 += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(b + (j0 + i) * ldb + p0);
+      transpose16(r);
+      for (int q = 0; q < 16; ++q) _mm512_storeu_ps(bt + (p0 + q) * n + j0, r[q]);
+    }
+}
+
+// C (m x n) = A (m x k, row stride lda) * Bt (k x n, row stride n), columns [j0, j0 + 16 NV),
+// in blocks of 4 rows: per p, NV vector loads of Bt's row and 4 broadcasts of A for 4 NV FMAs
+// (tile16 needs 17 loads for 16), and no transpose of C. NV is a template argument so that
+// the accumulators stay in registers.
+template <int NV>
+SLOTH_AVX512 void rows_times_bt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                                const float* bt, int64_t j0, float* c, bool accumulate) {
+  for (int64_t i0 = 0; i0 < m; i0 += 4) {
+    const int ir = static_cast<int>(std::min<int64_t>(4, m - i0));
+    const float* ar[4];
+    for (int i = 0; i < 4; ++i) ar[i] = a + (i0 + (i < ir ? i : 0)) * lda;  // rows past m repeat
+    __m512 acc[4][NV];
+    for (int i = 0; i < 4; ++i)
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = accumulate && i < ir ? _mm512_loadu_ps(c + (i0 + i) * n + j0 + 16 * v)
+                                         : _mm512_setzero_ps();
+    for (int64_t p = 0; p < k; ++p) {
+      const float* br = bt + p * n + j0;
+      __m512 bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(br + 16 * v);
+      for (int i = 0; i < 4; ++i) {
+        const __m512 av = _mm512_set1_ps(ar[i][p]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+      }
+    }
+    for (int i = 0; i < ir; ++i)
+      for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + (i0 + i) * n + j0 + 16 * v, acc[i][v]);
+  }
+}
+
+// x @ W^T with n and k multiples of 16 (a Linear's forward): B transposed 16 k at a time into
+// a small buffer that stays in L1 (one transpose of all of B stalled on its stores' cache
+// misses: the step's other data evicts the buffer between calls), each slice multiplied in
+// and summed into C, in k order as in one pass (C's float32 partial sums are stored exactly).
+// At 16 x 64 x {32, 64}: ~1.3-1.5x faster than gemm_tiles, whose 16 broadcasts per vector
+// load keep the load ports, not the FMAs, busy.
+SLOTH_AVX512 void gemm_packed_bt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                                 const float* b, int64_t ldb, float* c) {
+  thread_local std::vector<float> bt;
+  if (bt.size() < static_cast<size_t>(16 * n)) bt.resize(16 * n);
+  for (int64_t p0 = 0; p0 < k; p0 += 16) {
+    transpose_b(n, 16, b + p0, ldb, bt.data());
+    const float* ap = a + p0;
+    const bool acc = p0 > 0;
+    int64_t j0 = 0;
+    for (; j0 + 64 <= n; j0 += 64) rows_times_bt<4>(m, n, 16, ap, lda, bt.data(), j0, c, acc);
+    switch ((n - j0) / 16) {  // a last panel of 16, 32 or 48 columns
+      case 1: rows_times_bt<1>(m, n, 16, ap, lda, bt.data(), j0, c, acc); break;
+      case 2: rows_times_bt<2>(m, n, 16, ap, lda, bt.data(), j0, c, acc); break;
+      case 3: rows_times_bt<3>(m, n, 16, ap, lda, bt.data(), j0, c, acc); break;
+      default: break;
+    }
+  }
+}
+
 // y[r] = sum_p M[r * ldm + p] * x[p * sx] for r < rows: a one-column (or one-row) product.
 SLOTH_AVX512 void gemv(int64_t rows, int64_t k, const float* mat, int64_t ldm, const float* x,
                        int64_t sx, float* y, int64_t sy) {
@@ -164,6 +231,8 @@ void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
     gemv(n, k, b, ldb, a, ta ? lda : 1, c, 1);
   } else if (m == 1) {
     row_times_b(n, k, a, ta ? lda : 1, b, ldb, c);
+  } else if (!ta && tb && n % 16 == 0 && k % 16 == 0) {
+    gemm_packed_bt(m, n, k, a, lda, b, ldb, c);
   } else {
     gemm_tiles(ta, tb, m, n, k, a, lda, b, ldb, c);
   }
