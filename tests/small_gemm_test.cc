@@ -73,6 +73,7 @@ TEST(SmallGemm, TakesOnlyTheShapesMeasuredFaster) {
     EXPECT_TRUE(small_sgemm_takes(false, true, 16, 64, 64));  // a Linear's forward
     EXPECT_TRUE(small_sgemm_takes(false, false, 17, 1, 29));  // a GEMV
     EXPECT_TRUE(small_sgemm_takes(true, true, 1, 64, 16));    // a GEMV
+    EXPECT_TRUE(small_sgemm_takes(true, false, 1, 64, 16));   // one row along B's rows
     EXPECT_FALSE(small_sgemm_takes(false, true, 24, 40, 50));
     EXPECT_TRUE(small_sgemm_takes(false, true, 128, 10, 128));
   }
