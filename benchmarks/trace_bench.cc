@@ -259,6 +259,21 @@ std::vector<sloth::Tensor> graph_wide(int64_t n, const sloth::Tensor& a, const s
   return out;
 }
 
+// base.slice(0, 8j, 8j + 8).t().add_(bt), n times over 8 row blocks of one [64, 64] tensor:
+// in-place writes through views, each functionalized into a scatter of the base (n is the
+// number of writes; ~4 nodes each). Many size classes of one value (8): the dynamic-shape
+// analysis must not be quadratic in them.
+std::vector<sloth::Tensor> graph_view_writes(int64_t n, const sloth::Tensor& a, const sloth::Tensor& s) {
+  (void)a;
+  sloth::Tensor base = sloth::zeros({64, 64});
+  sloth::Tensor bt = sloth::ones({64, 8}) * s.sum();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = i % 8;
+    base.slice(0, 8 * j, 8 * j + 8).t().add_(bt);
+  }
+  return {base};
+}
+
 // Time of the plan phase of one sync (metrics().plan_s) with an empty plan cache, per node.
 template <std::vector<sloth::Tensor> (*G)(int64_t, const sloth::Tensor&, const sloth::Tensor&)>
 void BM_PlanNew(benchmark::State& state) {
@@ -288,6 +303,8 @@ void BM_PlanNew(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_PlanNew, graph_chain)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_PlanNew, graph_wide)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PlanNew, graph_view_writes)->Arg(100)->Arg(1000)->Arg(4000)->ArgName("writes")
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // Recording out[i] = s * i (a scalar operand) while all n outputs stay live; arg 1: s

@@ -12,6 +12,9 @@
 namespace sloth::lazy {
 namespace {
 
+// Attempts that pin at the first node a shape rule rejects, before attempts pin at all of them.
+constexpr int kAttemptsOneByOne = 4;
+
 // An element is one size position: a dim of an input or node, an input's stride, a size
 // attribute. Its value is the real size; values <= 1 are literal (never joined, never moved).
 class Provenance {
@@ -428,6 +431,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   auto moved = [&](int32_t e) { return val_[e] > 1 && moved_[find(e)] != 0; };
   std::vector<Shape> shapes;
   std::vector<TensorMeta> metas;
+  std::vector<size_t> bad;  // the nodes whose shape rule rejected an attempt's stand-ins
   std::vector<size_t> operand_start(p_.instrs.size() + 1, 0);
   for (size_t k = 0; k < p_.instrs.size(); ++k)
     operand_start[k + 1] = operand_start[k] + p_.instrs[k].in.size();
@@ -436,10 +440,17 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     absl::flat_hash_set<int64_t> taken;
     for (const auto& [v, cs] : groups) taken.insert(v);
     absl::flat_hash_map<int32_t, int64_t> fresh_of;  // moved free class -> its stand-in
+    // Where the search above each value goes on: every value below it was taken when last
+    // searched, and `taken` only grows, so each value is stepped over once per attempt (a
+    // search from val + 1 each time was quadratic in the classes of one value: 400 slices of
+    // 8 rows took 0.5 G instructions).
+    absl::flat_hash_map<int64_t, int64_t> search_from;
     auto move_free = [&](int32_t c) {
-      int64_t v = val_[c] + 1;
+      int64_t& from = search_from.try_emplace(val_[c], val_[c] + 1).first->second;
+      int64_t v = from;
       while (taken.contains(v)) ++v;
       taken.insert(v);
+      from = v + 1;
       fresh_of[c] = v;
     };
     for (const auto& [v, cs] : groups) {
@@ -486,10 +497,12 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     if (!settled) return give_up("stand-in sizes that keep colliding");
 
-    // The stand-in graph's shapes and size attributes.
-    out = StandInSizes{};
+    // The stand-in graph's shapes and size attributes (the vectors of the last attempt are
+    // cleared, not freed: an attempt allocates nothing per instruction).
     out.input_shapes.resize(static_cast<size_t>(p_.num_inputs));
     out.input_strides.resize(static_cast<size_t>(p_.num_inputs));
+    for (auto* vs : {&out.input_shapes, &out.input_strides})
+      for (auto& v : *vs) v.clear();
     for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
       const Slot& l = p_.slots[i];
       for (size_t d = 0; d < l.shape.size(); ++d) out.input_shapes[i].push_back(s_of(in_dims_[i] + static_cast<int32_t>(d)));
@@ -500,6 +513,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     out.node_shapes.resize(p_.instrs.size());
     out.node_size_attrs.resize(p_.instrs.size());
+    for (auto* vs : {&out.node_shapes, &out.node_size_attrs})
+      for (auto& v : *vs) v.clear();
     std::fill(touched.begin(), touched.end(), 0);
     for (size_t k = 0; k < p_.instrs.size(); ++k) {
       const Instr* n = &p_.instrs[k];
@@ -519,8 +534,13 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       }
     }
     // Every node that touches a stand-in, checked by its op's shape rule at the stand-ins.
-    int64_t bad = -1;
-    for (size_t k = 0; k < p_.instrs.size() && bad < 0; ++k) {
+    // The first attempts stop at the first node rejected (pinning there may settle the
+    // rest, keeping the plan as general as it can be); later ones collect every rejected
+    // node and pin at each, so that a graph of many alike rejections (hundreds of slices)
+    // settles in a few attempts instead of giving up after 16 passes over the graph.
+    const bool pin_all = attempt >= kAttemptsOneByOne;
+    bad.clear();
+    for (size_t k = 0; k < p_.instrs.size() && (pin_all || bad.empty()); ++k) {
       const Instr* n = &p_.instrs[k];
       const size_t nin = n->in.size();
       bool check = touched[k] != 0;
@@ -552,29 +572,33 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       OutputMeta om;
       const absl::Status st = infer(n->op, metas, a, &om);
       if (!st.ok() || om.shape != out.node_shapes[k]) {
-        bad = static_cast<int64_t>(k);
-        fail_ = absl::StrFormat("%s's shape rule does not accept the stand-in sizes: %s", op_name(n->op),
+        bad.push_back(k);
+        if (bad.size() == 1)
+          fail_ = absl::StrFormat("%s's shape rule does not accept the stand-in sizes: %s", op_name(n->op),
                                 st.ok() ? std::string("another result shape") : std::string(st.message()));
       }
     }
-    if (bad < 0) break;
-    // Pin the moved classes at the rejected node: its size attributes first (a slice's
+    if (bad.empty()) break;
+    // Pin the moved classes at each rejected node: its size attributes first (a slice's
     // bounds), else its result's dims, else its operands' (as few as will do: a class pinned
     // keeps its coincidences).
     bool pinned_any = false;
-    auto pin_elem = [&](int32_t e) {
-      if (moved(e) && !pinned[find(e)]) pin(find(e)), pinned_any = true;
-    };
-    const size_t k = static_cast<size_t>(bad);
-    for (int32_t e = node_attrs_[k]; e < node_attrs_[k] + node_nattrs_[k]; ++e) pin_elem(e);
-    for (int32_t e = node_dims_[k]; e < node_dims_[k] + node_rank_[k] && !pinned_any; ++e) pin_elem(e);
-    for (size_t j = 0; j < p_.instrs[k].in.size() && !pinned_any; ++j) {
-      const uint32_t ref = opref(k, j);
-      const int32_t slot = Graph::operand_slot(ref);
-      if (Graph::operand_kind(ref) == 1)
-        for (size_t d = 0; d < p_.slots[slot].shape.size(); ++d) pin_elem(in_dims_[slot] + static_cast<int32_t>(d));
-      else if (Graph::operand_kind(ref) == 3)
-        for (size_t d = 0; d < p_.instrs[slot].shape.size(); ++d) pin_elem(node_dims_[slot] + static_cast<int32_t>(d));
+    for (const size_t k : bad) {
+      bool pinned_here = false;
+      auto pin_elem = [&](int32_t e) {
+        if (moved(e) && !pinned[find(e)]) pin(find(e)), pinned_here = true;
+      };
+      for (int32_t e = node_attrs_[k]; e < node_attrs_[k] + node_nattrs_[k]; ++e) pin_elem(e);
+      for (int32_t e = node_dims_[k]; e < node_dims_[k] + node_rank_[k] && !pinned_here; ++e) pin_elem(e);
+      for (size_t j = 0; j < p_.instrs[k].in.size() && !pinned_here; ++j) {
+        const uint32_t ref = opref(k, j);
+        const int32_t slot = Graph::operand_slot(ref);
+        if (Graph::operand_kind(ref) == 1)
+          for (size_t d = 0; d < p_.slots[slot].shape.size(); ++d) pin_elem(in_dims_[slot] + static_cast<int32_t>(d));
+        else if (Graph::operand_kind(ref) == 3)
+          for (size_t d = 0; d < p_.instrs[slot].shape.size(); ++d) pin_elem(node_dims_[slot] + static_cast<int32_t>(d));
+      }
+      pinned_any |= pinned_here;
     }
     if (!pinned_any) return give_up(fail_);
   }

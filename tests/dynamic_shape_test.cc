@@ -548,6 +548,23 @@ TEST(SizeProvenance, ReshapeProducts) {
   });
 }
 
+// In-place writes through views of 8 row blocks (slice + transpose + add_), 48 of them:
+// each slice's bounds reject the first stand-ins, and pinning one slice per attempt gave up
+// after 16 attempts (a plan per column count). Pinning at every rejected slice settles: the
+// row blocks keep their size, the column count is general.
+TEST(SizeProvenance, ManyViewWritesSettle) {
+  expect_one_general_plan({{8, 8}, {8, 5}, {8, 12}}, [](const std::vector<int64_t>& c, int s) {
+    const int64_t r = c[0], cols = c[1];
+    Tensor base = zeros({8 * r, cols});
+    Tensor bt = data_of({cols, r}, s);
+    for (int i = 0; i < 48; ++i) {
+      const int64_t j = i % 8;
+      base.slice(0, r * j, r * j + r).t().add_(bt * double(i + 1));
+    }
+    return base.sum({1});
+  });
+}
+
 // A slice up to the sequence length (its bound is the length's size) of a longer table,
 // batch equal to the length first.
 TEST(SizeProvenance, SliceToTheLength) {
