@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmarks/bench_common.h"
+#include "lazy/node.h"
 #include "lazy/scheduler.h"
 #include "sloth/sloth.h"
 
@@ -274,6 +275,21 @@ std::vector<sloth::Tensor> graph_view_writes(int64_t n, const sloth::Tensor& a, 
   return {base};
 }
 
+// n/10 blocks of a small model's ops (matmul, broadcast add, relu, sum over a dim, exp,
+// softmax, cat, transpose): the op mix of a training step, scaled up.
+std::vector<sloth::Tensor> graph_model_ops(int64_t n, const sloth::Tensor& a, const sloth::Tensor& s) {
+  sloth::Tensor w = s.reshape({4, 4}), y = a.reshape({4, 4});
+  std::vector<sloth::Tensor> out;
+  for (int64_t i = 0; i < n / 10; ++i) {
+    sloth::Tensor h = sloth::relu(sloth::matmul(y, w) + s.reshape({1, 16}).slice(1, 0, 4));
+    sloth::Tensor p = sloth::softmax(h, 1) * sloth::exp(h.sum({1}, true) * 0.01);
+    y = sloth::cat({p, h.t()}, 0).slice(0, 0, 4) + 0.5;
+    if (i % 16 == 15) out.push_back(y);
+  }
+  out.push_back(y);
+  return out;
+}
+
 // Time of the plan phase of one sync (metrics().plan_s) with an empty plan cache, per node.
 template <std::vector<sloth::Tensor> (*G)(int64_t, const sloth::Tensor&, const sloth::Tensor&)>
 void BM_PlanNew(benchmark::State& state) {
@@ -282,8 +298,11 @@ void BM_PlanNew(benchmark::State& state) {
   sloth::Tensor a = sloth::randn({16}), s = sloth::randn({16});
   sloth::mark_step();
   double plan_cpu = 0;  // the planning thread's CPU time (wall time counts waits for a core)
+  int64_t ir_nodes = 0;  // pending IR nodes the sync plans (n counts G's units of work)
   for (auto _ : state) {
+    const int64_t before = sloth::lazy::pending_nodes();
     std::vector<sloth::Tensor> out = G(n, a, s);
+    ir_nodes = sloth::lazy::pending_nodes() - before;
     sloth::lazy::clear_plan_cache();
     sloth::reset_metrics();
     sloth::mark_step();
@@ -299,10 +318,14 @@ void BM_PlanNew(benchmark::State& state) {
       static_cast<double>(n) * state.iterations(),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["per_node_cpu"] = plan_cpu / (static_cast<double>(n) * state.iterations());
+  state.counters["ir_nodes"] = static_cast<double>(ir_nodes);
+  state.counters["per_ir_node_cpu"] = plan_cpu / (static_cast<double>(ir_nodes) * state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_PlanNew, graph_chain)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_PlanNew, graph_wide)->Arg(1000)->Arg(10000)->Arg(100000)->ArgName("nodes")
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PlanNew, graph_model_ops)->Arg(1000)->Arg(10000)->Arg(40000)->ArgName("nodes")
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_PlanNew, graph_view_writes)->Arg(100)->Arg(1000)->Arg(4000)->ArgName("writes")
     ->UseManualTime()->Unit(benchmark::kMillisecond);
