@@ -8,6 +8,17 @@
 namespace sloth::lazy {
 namespace {
 
+// A shape as a StrFormat %s argument, printed only if the message is formatted.
+struct ShapeText {
+  explicit ShapeText(IntSpan s) : shape(s) {}
+  IntSpan shape;
+  friend absl::FormatConvertResult<absl::FormatConversionCharSet::kString> AbslFormatConvert(
+      const ShapeText& t, const absl::FormatConversionSpec&, absl::FormatSink* sink) {
+    sink->Append(shape_str(t.shape));
+    return {true};
+  }
+};
+
 // Past this many instructions a kernel is closed: the interpreter's program stays short
 // and the per-kernel bookkeeping bounded.
 constexpr size_t kMaxKernelInstrs = 128;
@@ -167,15 +178,13 @@ class Fuser {
   FusionDecision can_merge(int32_t h, int32_t g, const Shape& loop) const {
     const Group& H = groups_[h];
     if (H.kind != KernelKind::kElementwise || H.loop != loop)
-      return FusionDecision::no(absl::StrFormat(
-          "kernel %d (%s %s) is not an elementwise kernel of loop shape %s", h,
-          kind_name(H.kind), shape_str(H.loop), shape_str(loop)));
+      return no("kernel %d (%s %s) is not an elementwise kernel of loop shape %s", h,
+                kind_name(H.kind), ShapeText(H.loop), ShapeText(loop));
     if (H.instrs.size() + groups_[g].instrs.size() >= kMaxKernelInstrs)
       return FusionDecision::no("merged kernel would pass the size limit");
     for (int32_t c : readers_[h])
       if (c != g && c < g)
-        return FusionDecision::no(absl::StrFormat(
-            "kernel %d reads kernel %d's results and runs before kernel %d", c, h, g));
+        return no("kernel %d reads kernel %d's results and runs before kernel %d", c, h, g);
     return FusionDecision::yes();
   }
 
@@ -216,44 +225,49 @@ class Fuser {
   }
 
   std::string val(int32_t slot) const {
+    if (!reasons_) return {};
     const Slot& s = p_.slots[slot];
     int32_t pi = producer_[slot];
     return absl::StrFormat("%%%d (%s %s)", slot, pi >= 0 ? std::string(op_name(p_.instrs[pi].op)) : "input",
                            shape_str(s.shape));
   }
 
+  // A "no" whose reason is formatted only when reasons are collected (SLOTH_LOG=fusion):
+  // otherwise a plan formatted a message for nearly every instruction that starts a kernel
+  // (1,600 for a 1,700-node graph), and nobody read them.
+  template <typename... Args>
+  FusionDecision no(const absl::FormatSpec<Args...>& f, const Args&... args) const {
+    return FusionDecision::no(reasons_ ? absl::StrFormat(f, args...) : std::string());
+  }
+
   FusionDecision can_join(const Group& G, int32_t gi, int32_t i, int32_t slot) const {
     const Instr& in = p_.instrs[i];
     const KernelKind kind = kind_of(in.op);
     if (kind == KernelKind::kMatmul)
-      return FusionDecision::no(absl::StrFormat(
+      return no(
           "matmul operands are read from memory by BLAS: %s is materialized by kernel %d",
-          val(slot), gi));
+          val(slot), gi);
     if (kind == KernelKind::kView)
-      return FusionDecision::no(absl::StrFormat(
+      return no(
           "view ops are zero-copy layout changes of memory: %s is materialized by kernel %d",
-          val(slot), gi));
+          val(slot), gi);
     if (kind == KernelKind::kOther)
-      return FusionDecision::no(absl::StrFormat("%s has its own kernel (not fusible)", op_name(in.op)));
+      return no("%s has its own kernel (not fusible)", op_name(in.op));
     if (G.kind == KernelKind::kView || G.kind == KernelKind::kOther)
-      return FusionDecision::no(absl::StrFormat(
-          "operand %s comes from a non-fusible %s kernel", val(slot), kind_name(G.kind)));
+      return no("operand %s comes from a non-fusible %s kernel", val(slot), kind_name(G.kind));
     if (G.instrs.size() >= kMaxKernelInstrs)
-      return FusionDecision::no(absl::StrFormat("kernel %d reached the size limit of %d instructions",
-                                                gi, kMaxKernelInstrs));
+      return no("kernel %d reached the size limit of %d instructions", gi, kMaxKernelInstrs);
     if (kind == KernelKind::kReduce) {
       if (G.kind == KernelKind::kReduce)
-        return FusionDecision::no(absl::StrFormat(
-            "kernel %d already has a reduction (%s); one reduction per kernel", gi,
-            op_name(p_.instrs[G.anchor].op)));
+        return no("kernel %d already has a reduction (%s); one reduction per kernel", gi,
+                  op_name(p_.instrs[G.anchor].op));
       if (G.kind == KernelKind::kMatmul)
-        return FusionDecision::no(absl::StrFormat(
+        return no(
             "a matmul kernel takes only an elementwise epilogue; reducing %s starts a new kernel",
-            val(slot)));
+            val(slot));
       if (G.loop != p_.slots[in.in[0]].shape)
-        return FusionDecision::no(absl::StrFormat(
-            "reduction input %s does not match the loop shape %s of kernel %d", val(slot),
-            shape_str(G.loop), gi));
+        return no("reduction input %s does not match the loop shape %s of kernel %d", val(slot),
+                  ShapeText(G.loop), gi);
       return FusionDecision::yes();
     }
     // Elementwise. Its shape is compared by number where both have one (no read of it).
@@ -261,18 +275,18 @@ class Fuser {
     if (G.shape_id >= 0 && shape_id(in) >= 0 ? G.shape_id == in.shape_id : in.shape == want)
       return FusionDecision::yes();
     if (G.kind == KernelKind::kReduce)
-      return FusionDecision::no(absl::StrFormat(
+      return no(
           "reduction %%%d (%s) output %s feeds a broadcast to loop shape %s: reduce-then-broadcast "
           "stores the reduced value and a new kernel reads it",
-          p_.instrs[G.anchor].out, op_name(p_.instrs[G.anchor].op), shape_str(G.out_shape),
-          shape_str(in.shape)));
+          p_.instrs[G.anchor].out, op_name(p_.instrs[G.anchor].op), ShapeText(G.out_shape),
+          ShapeText(in.shape));
     if (G.kind == KernelKind::kMatmul)
-      return FusionDecision::no(absl::StrFormat(
+      return no(
           "matmul output %s feeds loop shape %s; a matmul epilogue runs over its output shape",
-          shape_str(G.out_shape), shape_str(in.shape)));
-    return FusionDecision::no(absl::StrFormat(
-        "operand %s of loop shape %s is used at loop shape %s (different loop shape)", val(slot),
-        shape_str(want), shape_str(in.shape)));
+          ShapeText(G.out_shape), ShapeText(in.shape));
+    return no(
+        "operand %s of loop shape %s is used at loop shape %s (different loop shape)",
+        val(slot), ShapeText(want), ShapeText(in.shape));
   }
 
   void note(int32_t i, int32_t g, const std::string& why) {
