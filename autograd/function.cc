@@ -230,14 +230,14 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
   check_versions();
   // One slot per input (null where nothing is saved; saved_ is empty when nothing is).
   std::vector<TensorImplPtr> inputs(next.size());
-  std::string n = name();
   for (size_t i = 0; i < saved_.size() && i < next.size(); ++i) inputs[i] = saved_[i].unpack(next[i]);
   // The result is re-attached to this node (PyTorch stores it without its grad_fn).
   TensorImplPtr result = result_.unpack({GradFnPtr(this), 0});
   std::vector<bool> needs(next.size());
   for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].fn != nullptr;
   Formula f = formula(op_);
-  if (f == nullptr) fail("%s: the op %s has no derivative formula", n, op_name(op_));
+  // name() builds a string: only an error asks for it.
+  if (f == nullptr) fail("%s: the op %s has no derivative formula", name(), op_name(op_));
   static const Attrs kNoAttrs;
   FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, input_info_, grads[0], outputs[0], needs, result};
   out = f(args);
@@ -247,7 +247,7 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
     if (out[i] && out[i]->dtype != input_info_[i].dtype)
       out[i] = grad_math().cast(out[i], input_info_[i].dtype);
     if (out[i] && out[i]->shape != input_info_[i].shape)
-      fail("internal: %s produced a gradient of shape %s for input %d of shape %s", n,
+      fail("internal: %s produced a gradient of shape %s for input %d of shape %s", name(),
            shape_str(out[i]->shape), static_cast<int64_t>(i), shape_str(input_info_[i].shape));
   }
   return out;
