@@ -31,15 +31,20 @@ Plan lower(const Graph& g, void (*resize)(Plan&, void*), void* ctx) {
   // Made in slot order (push_back, not resize-then-fill): a 1e5-node graph's 2e5 slots
   // (64 bytes each) are written once.
   p.slots.reserve(value_base + g.order.size());
+  p.input_strides.reserve(g.inputs.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kInput;
     s.index = static_cast<int32_t>(i);
     s.dtype = g.inputs[i]->dtype;
     s.shape = g.inputs[i]->data->layout.shape;
-    s.input_strides = g.inputs[i]->data->layout.strides;
+    p.input_strides.push_back(g.inputs[i]->data->layout.strides);
   }
+  // A scalar leaf is read here for its dtype only, the one visit lowering makes to it: a wide
+  // graph has one per node (`x * i`), scattered over memory, so they are fetched ahead.
+  constexpr size_t kScalarAhead = 16;
   for (size_t i = 0; i < g.scalars.size(); ++i) {
+    if (i + kScalarAhead < g.scalars.size()) __builtin_prefetch(&g.scalars[i + kScalarAhead]->dtype);
     Slot& s = p.slots.emplace_back();
     s.kind = SlotKind::kScalar;
     s.index = static_cast<int32_t>(i);

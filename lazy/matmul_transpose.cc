@@ -69,7 +69,6 @@ int transpose_matmul_outputs(Plan& p) {
       p.slots[slot].kind = SlotKind::kValue;
       p.slots[slot].dtype = t.dtype;
       p.slots[slot].shape = t.shape;
-      p.slots[slot].input_strides.clear();
       return t;
     };
     const int32_t at_slot = mm.out;

@@ -22,12 +22,13 @@ enum class SlotKind : uint8_t {
   kValue,   // computed by an instruction of the plan
 };
 
+// 32 bytes: a 1e5-node plan has 2e5 slots, written by lower() and read by the passes after it
+// (an input's strides live in Plan::input_strides, not in every slot).
 struct Slot {
   SlotKind kind = SlotKind::kValue;
-  int32_t index = 0;  // kInput/kScalar: position in the bound arrays
   DType dtype = DType::kFloat32;
+  int32_t index = 0;  // kInput/kScalar: position in the bound arrays
   Shape shape;
-  Strides input_strides;  // kInput: the layout the plan was built for (strided reads)
 };
 
 // An instruction's attributes, kept out of line: most instructions have none (null reads as
@@ -97,6 +98,14 @@ struct Plan {
   std::vector<Instr> instrs;
   std::vector<Kernel> kernels;
   std::vector<int32_t> outputs;         // slot of each graph output, in order
+  // Per input (Slot::index): the layout the plan was built for (strided reads). Planning
+  // metadata (size provenance, plan instances, miss reasons); no backend reads it.
+  std::vector<Strides> input_strides;
+  const Strides& strides_of_input(int32_t index) const {
+    static const Strides kNone;
+    return index >= 0 && static_cast<size_t>(index) < input_strides.size() ? input_strides[index]
+                                                                            : kNone;
+  }
   std::vector<std::vector<int32_t>> free_after;  // per kernel: slots whose last use it is
   // Per slot, how many instruction operands read it: filled by compute_kernel_outputs with
   // liveness (its walk sees every operand), so split_steps does not walk the instructions

@@ -71,11 +71,12 @@ std::optional<Plan> instantiate_plan(const Plan& tmpl, absl::Span<const int64_t>
   p.num_inputs = tmpl.num_inputs;
   p.num_scalars = tmpl.num_scalars;
   p.key = tmpl.key;
+  p.input_strides.assign(g.inputs.size(), {});
   for (Slot& s : p.slots) {
     if (s.kind == SlotKind::kInput) {
       const Layout& l = g.inputs[s.index]->data->layout;
       s.shape = l.shape;
-      s.input_strides = l.strides;
+      p.input_strides[s.index] = l.strides;
       continue;
     }
     for (int64_t& d : s.shape) map(d);
@@ -127,6 +128,8 @@ std::string size_mismatch_reason(const Plan& fresh, const Plan& cached) {
   for (size_t i = 0; i < ns; ++i) {
     const Slot &a = fresh.slots[i], &b = cached.slots[i];
     if (a.kind != SlotKind::kInput || b.kind != SlotKind::kInput) continue;
+    const Strides &a_strides = fresh.strides_of_input(a.index),
+                  &b_strides = cached.strides_of_input(b.index);
     if (a.shape.size() != b.shape.size())
       return absl::StrFormat("input %d has rank %d here, %d in the cached plan", a.index,
                              a.shape.size(), b.shape.size());
@@ -138,16 +141,16 @@ std::string size_mismatch_reason(const Plan& fresh, const Plan& cached) {
     }
     int64_t ca = 1, cb = 1;
     for (size_t d = a.shape.size(); d-- > 0;) {
-      if (a.shape[d] != 1 && d < a.input_strides.size() && d < b.input_strides.size()) {
-        const bool ka = a.input_strides[d] == ca, kb = b.input_strides[d] == cb;
+      if (a.shape[d] != 1 && d < a_strides.size() && d < b_strides.size()) {
+        const bool ka = a_strides[d] == ca, kb = b_strides[d] == cb;
         if (ka != kb)
           return absl::StrFormat(
               "input %d has strides %s here, %s in the cached plan: it is %scontiguous in dim "
               "%d here and %scontiguous there (a layout, not a size)",
-              a.index, shape_str(a.input_strides), shape_str(b.input_strides), ka ? "" : "not ", d,
+              a.index, shape_str(a_strides), shape_str(b_strides), ka ? "" : "not ", d,
               kb ? "" : "not ");
         if (!ka) {
-          r = c.check(a.input_strides[d], b.input_strides[d],
+          r = c.check(a_strides[d], b_strides[d],
                       absl::StrFormat("stride %d of input %d", d, a.index));
           if (!r.empty()) return r;
         }

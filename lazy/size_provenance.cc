@@ -282,6 +282,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   in_strides_.resize(static_cast<size_t>(p_.num_inputs));
   for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
     const Slot& l = p_.slots[i];
+    const Strides& l_strides = p_.strides_of_input(l.index);
     in_dims_[i] = static_cast<int32_t>(val_.size());
     for (int64_t d : l.shape) {
       if (d == 0) return std::nullopt;  // nothing to gain from an empty tensor
@@ -291,12 +292,12 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     for (size_t d = 0; d < l.shape.size(); ++d) add(-1);
     int64_t contiguous = 1;
     for (size_t d = l.shape.size(); d-- > 0;) {
-      if (l.shape[d] != 1 && d < l.input_strides.size() && l.input_strides[d] != contiguous) {
+      if (l.shape[d] != 1 && d < l_strides.size() && l_strides[d] != contiguous) {
         const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
         // A stride of its own: which product of the base's dims it is is not known here,
         // and nothing that plans reads an input's strides (the plan at the stand-ins takes
         // the real layouts when it is mapped back), so its stand-in only has to keep it apart.
-        val_[e] = l.input_strides[d];
+        val_[e] = l_strides[d];
       }
       contiguous *= std::max<int64_t>(l.shape[d], 1);
     }
@@ -505,10 +506,11 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       for (auto& v : *vs) v.clear();
     for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
       const Slot& l = p_.slots[i];
+      const Strides& l_strides = p_.strides_of_input(l.index);
       for (size_t d = 0; d < l.shape.size(); ++d) out.input_shapes[i].push_back(s_of(in_dims_[i] + static_cast<int32_t>(d)));
-      for (size_t d = 0; d < l.input_strides.size(); ++d) {
+      for (size_t d = 0; d < l_strides.size(); ++d) {
         const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
-        out.input_strides[i].push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l.input_strides[d]);
+        out.input_strides[i].push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l_strides[d]);
       }
     }
     out.node_shapes.resize(p_.instrs.size());
@@ -686,7 +688,11 @@ void StandInSizes::apply(Plan& p) const {
   p.shape_ids = false;  // the shape numbers lower() gave are for the real sizes
   for (size_t i = 0; i < input_shapes.size() && i < p.slots.size(); ++i) {
     p.slots[i].shape = Shape(input_shapes[i].begin(), input_shapes[i].end());
-    p.slots[i].input_strides = Shape(input_strides[i].begin(), input_strides[i].end());
+    const int32_t index = p.slots[i].index;
+    if (index >= 0) {
+      if (p.input_strides.size() <= static_cast<size_t>(index)) p.input_strides.resize(index + 1);
+      p.input_strides[index] = Strides(input_strides[i].begin(), input_strides[i].end());
+    }
   }
   for (size_t k = 0; k < node_shapes.size() && k < p.instrs.size(); ++k) {
     Instr& in = p.instrs[k];

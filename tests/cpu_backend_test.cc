@@ -63,11 +63,12 @@ DeviceData transposed(int64_t rows, int64_t cols, const std::vector<T>& rowmajor
 struct Builder {
   Plan p;
   int input(DType t, Shape s) {
-    p.slots.push_back({SlotKind::kInput, p.num_inputs++, t, s, contiguous_strides(s)});
+    p.input_strides.push_back(contiguous_strides(s));
+    p.slots.push_back({SlotKind::kInput, t, p.num_inputs++, s});
     return static_cast<int>(p.slots.size()) - 1;
   }
   int scalar(DType t) {
-    p.slots.push_back({SlotKind::kScalar, p.num_scalars++, t, {}, {}});
+    p.slots.push_back({SlotKind::kScalar, t, p.num_scalars++, {}});
     return static_cast<int>(p.slots.size()) - 1;
   }
   // Runs the op's rule (which normalizes attrs) and appends the instruction.
@@ -79,7 +80,7 @@ struct Builder {
     OutputMeta out;
     absl::Status st = infer(op, metas, a, &out);
     EXPECT_TRUE(st.ok()) << st;
-    p.slots.push_back({SlotKind::kValue, 0, out.dtype, out.shape, {}});
+    p.slots.push_back({SlotKind::kValue, out.dtype, 0, out.shape});
     int slot = static_cast<int>(p.slots.size()) - 1;
     Instr ins{op, out.dtype, out.shape, a, {}, slot};
     for (int s : in) ins.in.push_back(s);

@@ -59,9 +59,10 @@ TEST(CudaNvrtc, FusedElementwiseKernelCompilesToPtx) {
   // y = exp(x * s) + x over a [4, 8] float32 input and a float32 scalar s.
   lazy::Plan plan;
   plan.slots.resize(5);
-  plan.slots[0] = {lazy::SlotKind::kInput, 0, DType::kFloat32, {4, 8}, {8, 1}};
-  plan.slots[1] = {lazy::SlotKind::kScalar, 0, DType::kFloat32, {}, {}};
-  for (int s = 2; s < 5; ++s) plan.slots[s] = {lazy::SlotKind::kValue, 0, DType::kFloat32, {4, 8}, {}};
+  plan.slots[0] = {lazy::SlotKind::kInput, DType::kFloat32, 0, {4, 8}};
+  plan.input_strides = {{8, 1}};
+  plan.slots[1] = {lazy::SlotKind::kScalar, DType::kFloat32, 0, {}};
+  for (int s = 2; s < 5; ++s) plan.slots[s] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4, 8}};
   auto instr = [](OpId op, std::initializer_list<int32_t> in, int32_t out) {
     lazy::Instr i{op, DType::kFloat32, {4, 8}, {}, {}, out};
     i.in.assign(in.begin(), in.end());

@@ -191,11 +191,12 @@ TEST(EwForm, LoadsAndConversionsAreSharedOnce) {
   using Kind = lazy::EwForm::StepKind;
   lazy::Plan plan;
   plan.slots.resize(7);
-  plan.slots[0] = {lazy::SlotKind::kInput, 0, DType::kFloat32, {4}, {1}};
-  plan.slots[1] = {lazy::SlotKind::kScalar, 0, DType::kFloat32, {}, {}};
-  plan.slots[2] = {lazy::SlotKind::kInput, 1, DType::kInt64, {4}, {1}};
+  plan.slots[0] = {lazy::SlotKind::kInput, DType::kFloat32, 0, {4}};
+  plan.slots[1] = {lazy::SlotKind::kScalar, DType::kFloat32, 0, {}};
+  plan.slots[2] = {lazy::SlotKind::kInput, DType::kInt64, 1, {4}};
+  plan.input_strides = {{1}, {1}};
   for (int s = 3; s < 7; ++s)
-    plan.slots[s] = {lazy::SlotKind::kValue, 0, s < 5 ? DType::kFloat32 : DType::kFloat64, {4}, {}};
+    plan.slots[s] = {lazy::SlotKind::kValue, s < 5 ? DType::kFloat32 : DType::kFloat64, 0, {4}};
   auto instr = [](OpId op, DType t, std::initializer_list<int32_t> in, int32_t out) {
     lazy::Instr i{op, t, {4}, {}, {}, out};
     i.in.assign(in.begin(), in.end());
@@ -233,12 +234,13 @@ TEST(EwForm, ConsecutiveFormsShareNothing) {
   using Kind = lazy::EwForm::StepKind;
   lazy::Plan plan;
   plan.slots.resize(6);
-  plan.slots[0] = {lazy::SlotKind::kInput, 0, DType::kInt32, {4}, {1}};
-  plan.slots[1] = {lazy::SlotKind::kValue, 0, DType::kInt32, {4}, {}};
-  plan.slots[2] = {lazy::SlotKind::kValue, 0, DType::kFloat32, {4}, {}};
-  plan.slots[3] = {lazy::SlotKind::kValue, 0, DType::kFloat64, {4}, {}};
-  plan.slots[4] = {lazy::SlotKind::kValue, 0, DType::kFloat32, {4}, {}};
-  plan.slots[5] = {lazy::SlotKind::kValue, 0, DType::kFloat64, {4}, {}};
+  plan.slots[0] = {lazy::SlotKind::kInput, DType::kInt32, 0, {4}};
+  plan.input_strides = {{1}};
+  plan.slots[1] = {lazy::SlotKind::kValue, DType::kInt32, 0, {4}};
+  plan.slots[2] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4}};
+  plan.slots[3] = {lazy::SlotKind::kValue, DType::kFloat64, 0, {4}};
+  plan.slots[4] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4}};
+  plan.slots[5] = {lazy::SlotKind::kValue, DType::kFloat64, 0, {4}};
   auto instr = [](OpId op, DType t, std::initializer_list<int32_t> in, int32_t out) {
     lazy::Instr i{op, t, {4}, {}, {}, out};
     i.in.assign(in.begin(), in.end());

@@ -43,11 +43,12 @@ std::vector<T> values(const DeviceData& d) {
 struct Builder {
   Plan p;
   int input(DType t, Shape s) {
-    p.slots.push_back({SlotKind::kInput, p.num_inputs++, t, s, contiguous_strides(s)});
+    p.input_strides.push_back(contiguous_strides(s));
+    p.slots.push_back({SlotKind::kInput, t, p.num_inputs++, s});
     return static_cast<int>(p.slots.size()) - 1;
   }
   int scalar(DType t) {
-    p.slots.push_back({SlotKind::kScalar, p.num_scalars++, t, {}, {}});
+    p.slots.push_back({SlotKind::kScalar, t, p.num_scalars++, {}});
     return static_cast<int>(p.slots.size()) - 1;
   }
   int op(OpId op, std::vector<int> in, Attrs a = {}) {
@@ -56,7 +57,7 @@ struct Builder {
       metas.push_back({&p.slots[s].shape, p.slots[s].dtype, p.slots[s].kind == SlotKind::kScalar});
     OutputMeta out;
     EXPECT_TRUE(infer(op, metas, a, &out).ok());
-    p.slots.push_back({SlotKind::kValue, 0, out.dtype, out.shape, {}});
+    p.slots.push_back({SlotKind::kValue, out.dtype, 0, out.shape});
     const int slot = static_cast<int>(p.slots.size()) - 1;
     Instr ins{op, out.dtype, out.shape, a, {}, slot};
     for (int s : in) ins.in.push_back(s);

@@ -526,10 +526,13 @@ class CpuExecutable final : public lazy::Executable {
       };
       // Slot -> the `start` of the candidate group whose steps wrote it (a stamp, so the
       // membership test is O(1) and nothing is cleared between candidates).
-      std::vector<int64_t> produced_by(plan_.slots.size(), -1);
+      // Allocated at the first candidate (a plan with none does not size a table over its
+      // slots); 32-bit stamps: a plan has fewer than 2^31 steps.
+      std::vector<int32_t> produced_by;
       auto written = [&](const Step& st, size_t stamp) {
-        for (int32_t i : st.io->instrs) produced_by[plan_.instrs[i].out] = static_cast<int64_t>(stamp);
-        if (st.instr >= 0) produced_by[plan_.instrs[st.instr].out] = static_cast<int64_t>(stamp);
+        if (produced_by.empty()) produced_by.assign(plan_.slots.size(), -1);
+        for (int32_t i : st.io->instrs) produced_by[plan_.instrs[i].out] = static_cast<int32_t>(stamp);
+        if (st.instr >= 0) produced_by[plan_.instrs[st.instr].out] = static_cast<int32_t>(stamp);
       };
       size_t start = 0;
       while (start < flat.size()) {
@@ -548,7 +551,7 @@ class CpuExecutable final : public lazy::Executable {
           const Shape& loop = program_of(st)->loop_shape();
           bool ok = true;
           for (int32_t r : st.io->reads) {
-            if (produced_by[r] != static_cast<int64_t>(start)) continue;
+            if (produced_by[r] != static_cast<int32_t>(start)) continue;
             const Shape& rs = plan_.slots[r].shape;
             ok = ok && rs.size() == loop.size() && rs[0] == rows;
             linked = true;

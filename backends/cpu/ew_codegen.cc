@@ -80,11 +80,18 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
 }
 
 std::string tile_kernel_key(const lazy::EwForm& form) {
+  std::string k;
+  tile_kernel_key(form, &k);
+  return k;
+}
+
+void tile_kernel_key(const lazy::EwForm& form, std::string* out) {
   // 32-bit words written straight into a buffer sized once (a plan of 1e5 instructions builds
   // thousands of keys): a step is five words, its kind, op and compute dtype packed in one.
   // Value numbers and counts fit in 32 bits (a form has at most a few hundred values).
   const size_t words = 3 + form.values.size() + 5 * form.steps.size() + 1 + form.outputs.size() + 1;
-  std::string k(words * sizeof(uint32_t), '\0');
+  std::string& k = *out;
+  k.assign(words * sizeof(uint32_t), '\0');
   char* w = k.data();
   auto put = [&](uint32_t v) {
     std::memcpy(w, &v, sizeof v);
@@ -103,7 +110,6 @@ std::string tile_kernel_key(const lazy::EwForm& form) {
   for (const lazy::EwForm::Output& o : form.outputs) put(static_cast<uint32_t>(o.value));
   put(static_cast<uint32_t>(form.reduced));
   put(0);  // words counts one spare
-  return k;
 }
 
 }  // namespace sloth::cpu::jit

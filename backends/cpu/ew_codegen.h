@@ -23,5 +23,7 @@ std::string tile_kernel_source(const lazy::EwForm& form, const std::string& symb
 // numbering): forms with equal keys print the same source, so they share one compile
 // (jit::shared_slot) whatever their sizes.
 std::string tile_kernel_key(const lazy::EwForm& form);
+// The same, written into `*out` (its capacity reused: a wide plan builds thousands of keys).
+void tile_kernel_key(const lazy::EwForm& form, std::string* out);
 
 }  // namespace sloth::cpu::jit

@@ -338,12 +338,16 @@ void request(std::shared_ptr<Slot> slot, std::function<std::string()> source_fn,
   q.cv.notify_one();
 }
 
-std::shared_ptr<Slot> shared_slot(const std::string& key) {
+std::shared_ptr<Slot> shared_slot(std::string_view key) {
   static std::mutex m;
   static auto* slots = new absl::flat_hash_map<std::string, std::shared_ptr<Slot>>();
   std::lock_guard<std::mutex> l(m);
-  auto& s = (*slots)[key];
-  if (!s) s = std::make_shared<Slot>();
+  // Found by view (the common case: a wide plan's thousands of programs share a few forms);
+  // the key is copied only when it is new.
+  if (auto it = slots->find(absl::string_view(key.data(), key.size())); it != slots->end())
+    return it->second;
+  auto s = std::make_shared<Slot>();
+  slots->emplace(std::string(key), s);
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -44,7 +45,8 @@ void request(std::shared_ptr<Slot> slot, std::function<std::string()> source_fn,
 // The slot shared by every kernel whose source is determined by `key` (a program's form,
 // which holds no sizes): programs of one form share one compile, so an executable made for
 // new sizes (lazy/plan_instance.h) runs compiled code from its first run.
-std::shared_ptr<Slot> shared_slot(const std::string& key);
+// Looked up by view: a caller may build its key in a reused buffer.
+std::shared_ptr<Slot> shared_slot(std::string_view key);
 // Blocks until every queued compile has finished (tests and benchmarks that want the
 // compiled path measured, not the warm-up).
 void wait_idle();

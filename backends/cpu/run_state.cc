@@ -25,7 +25,7 @@ void RunReleases::build(const Plan& plan, std::vector<std::vector<int32_t>> rele
   std::vector<char> named_later(plan.slots.size(), 0);
   for (size_t o = plan.outputs.size(); o-- > 0;) {
     const int32_t s = plan.outputs[o];
-    output_move_[o] = !named_later[s] && plan.slots[s].kind == SlotKind::kValue;
+    output_move_[o] = !named_later[s] && plan.slot_kind(s) == SlotKind::kValue;
     named_later[s] = 1;
   }
 }
@@ -38,7 +38,7 @@ void RunReleases::release_at_end(Env& env, bool completed) const {
     }
   } else if (env.pool != nullptr) {
     for (size_t s = 0; s < env.vals.size(); ++s) {
-      if (env.plan->slots[s].kind != SlotKind::kInput) env.pool->give(env.vals[s].storage);
+      if (env.plan->slot_kind(static_cast<int32_t>(s)) != SlotKind::kInput) env.pool->give(env.vals[s].storage);
       else env.vals[s].storage.reset();
     }
   } else {

@@ -42,8 +42,9 @@ class RunReleases {
  private:
   // A slot as the release lists code it: s for a computed (or scalar) slot, whose buffer may
   // go to the pool; ~s (negative) for an input slot, whose buffer is the caller's.
+  // The kind from the plan's slot ranges (Plan::slot_kind): a wide plan's 2e5 slots are not read.
   static int32_t code(const Plan& plan, int32_t s) {
-    return plan.slots[s].kind == lazy::SlotKind::kInput ? ~s : s;
+    return plan.slot_kind(s) == lazy::SlotKind::kInput ? ~s : s;
   }
   std::vector<std::vector<int32_t>> release_;
   std::vector<std::vector<int32_t>> release_code_;  // release_, coded (see code())

@@ -136,7 +136,11 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
   }
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
   // One compile per form (its sizes aside): instances of a plan for new sizes share it.
-  if (error_.empty()) jit_ = jit::shared_slot(jit::tile_kernel_key(*form_));
+  if (error_.empty()) {
+    thread_local std::string key;  // capacity reused from program to program
+    jit::tile_kernel_key(*form_, &key);
+    jit_ = jit::shared_slot(key);
+  }
   for (const Out& o : outs_) {
     out_def_.push_back(def_step_[o.val]);
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
