@@ -132,6 +132,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
   std::vector<std::pair<Node*, size_t>> stack;
+  const uint64_t no_attrs_hash = Attrs().hash();
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
   // At least a node per root (a wide graph: exactly that): sized once, not grown.
@@ -210,10 +211,13 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       h = mix(h, 0x4000 + n->shape.size());
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
       g.collectives |= is_collective(n->op);
-      // A node without attributes is keyed with the default ones, which are hot, instead of
-      // its own (three cold cache lines per node of a long chain).
+      // A node without attributes is keyed with the default ones instead of its own (three
+      // cold cache lines per node of a long chain), whose key is computed once per graph
+      // where the op has no size attributes (attrs_key is then their hash).
       static const Attrs kNoAttrs;
-      h = mix(h, attrs_key(n->op, n->has_attrs ? n->attrs : kNoAttrs, sizes));
+      h = mix(h, n->has_attrs                             ? attrs_key(n->op, n->attrs, sizes)
+                 : size_attrs_of(n->op) == SizeAttrs::kNone ? no_attrs_hash
+                                                            : attrs_key(n->op, kNoAttrs, sizes));
       for (const auto& in : n->inputs) {
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
