@@ -131,13 +131,20 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   int32_t next_value = 0;
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
-  std::vector<std::pair<Node*, size_t>> stack;
+  // The walk's stack is kept per thread: a deep chain grows it to the chain's length, and a
+  // loop whose automatic flushes each take such a chain would otherwise grow it again (copies
+  // and a malloc per doubling) every time. (Nothing the walk calls builds another graph.)
+  thread_local std::vector<std::pair<Node*, size_t>> walk_stack;
+  auto& stack = walk_stack;
+  stack.clear();
   const uint64_t no_attrs_hash = Attrs().hash();
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
-  // At least a node per root (a wide graph: exactly that): sized once, not grown.
-  g.order.reserve(starts.size());
-  g.operands.reserve(2 * starts.size());
+  // At least a node per root (a wide graph: exactly that), at most every pending node (a
+  // sync of everything: about that): sized once, not grown by doubling.
+  const size_t expected = std::max(starts.size(), static_cast<size_t>(std::max<int64_t>(pending_nodes(), 0)));
+  g.order.reserve(expected);
+  g.operands.reserve(2 * expected);
   for (size_t j = 0; j < starts.size(); ++j) {
     Node* root = starts[j];
     // A wide graph is a walk over many roots, each a small cone: the roots ahead are
@@ -206,9 +213,9 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       n->mark = mark | 1;
       n->slot = next_value++;
       g.order.push_back(n);
-      uint64_t h = mix(n->hash & 0, static_cast<uint64_t>(n->op));
-      h = mix(h, static_cast<uint64_t>(n->dtype));
-      h = mix(h, 0x4000 + n->shape.size());
+      // op, dtype and rank in one word (each field has room: op < 2^16, dtype < 2^8).
+      uint64_t h = mix(0, static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 16 |
+                              (0x4000 + n->shape.size()) << 32);
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
       g.collectives |= is_collective(n->op);
       // A node without attributes is keyed with the default ones instead of its own (three

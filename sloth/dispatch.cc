@@ -64,14 +64,9 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
   return any;
 }
 
-// Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
-// PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
-void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
-  // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
-  // the common no-grad op leaves here after two loads per operand.
-  bool plain = true;
-  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && !t.impl()->is_view();
-  if (plain) return;
+// attach_grad_fn past its first check (below).
+void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                            Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   TensorImpl& ri = *result.impl();
   if (!is_floating(ri.dtype) || !any_requires_grad(in)) return;
@@ -121,22 +116,42 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   m.requires_grad = true;
 }
 
+// Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
+// PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
+inline void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                           Tensor& result) {
+  // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
+  // the common no-grad op leaves here after two loads per operand, without a call.
+  bool plain = true;
+  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && !t.impl()->is_view();
+  if (!plain) attach_grad_fn_tracked(op, attrs, in, result);
+}
+
 Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const OutputMeta& out,
               Device device) {
   // A base tensor's value is its group's node: pass it without a reference of our own (a
   // locked increment and decrement each); only views replay their chain into a new node.
-  absl::InlinedVector<lazy::Node*, 4> values;
+  // Up to four operands in arrays on the stack (no vector bookkeeping per op).
+  constexpr size_t kInline = 4;
+  lazy::Node* inline_values[kInline];
+  std::vector<lazy::Node*> more_values;
+  lazy::Node** values = inline_values;
+  if (in.size() > kInline) {
+    more_values.resize(in.size());
+    values = more_values.data();
+  }
   absl::InlinedVector<NodePtr, 2> replayed;
-  for (const auto& t : in) {
-    TensorImpl& ti = *t.impl();
+  for (size_t i = 0; i < in.size(); ++i) {
+    TensorImpl& ti = *in[i].impl();
     if (!ti.has_chain()) {
-      values.push_back(ti.group->value.get());
+      values[i] = ti.group->value.get();
     } else {
       replayed.push_back(ti.value());
-      values.push_back(replayed.back().get());
+      values[i] = replayed.back().get();
     }
   }
-  NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs, values);
+  NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs,
+                               absl::Span<lazy::Node* const>(values, in.size()));
   Tensor result(TensorImpl::make(std::move(n), device));
   attach_grad_fn(op, attrs, in, result);
   return result;
@@ -436,8 +451,15 @@ const Shape kNumberShape;
 Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   const OpInfo& info = op_info(op);
   // Filled field by field in place (a pushed temporary was reloaded as one 16-byte word from
-  // its three narrower stores: a store-forwarding stall per operand).
-  absl::InlinedVector<TensorMeta, 4> metas(in.size());
+  // its three narrower stores: a store-forwarding stall per operand). Up to four on the stack.
+  constexpr size_t kInline = 4;
+  TensorMeta inline_metas[kInline];
+  std::vector<TensorMeta> more_metas;
+  TensorMeta* metas = inline_metas;
+  if (in.size() > kInline) {
+    more_metas.resize(in.size());
+    metas = more_metas.data();
+  }
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i].defined())
       fail("%s: operand %d is an undefined tensor", info.name, static_cast<int64_t>(i));
@@ -447,7 +469,7 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
     metas[i].wrapped_number = t.wrapped_number;
   }
   OutputMeta& out = infer_out;
-  throw_if_error(infer(op, metas, attrs, &out));
+  throw_if_error(infer(op, absl::Span<const TensorMeta>(metas, in.size()), attrs, &out));
   Device device = device_of(op, in);
   ++lazy::counters().ops_traced;
   Tensor result;
