@@ -145,6 +145,7 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   const size_t expected = std::max(starts.size(), static_cast<size_t>(std::max<int64_t>(pending_nodes(), 0)));
   g.order.reserve(expected);
   g.operands.reserve(2 * expected);
+  sizes.reserve(expected);  // a size per node is common (vectors, a chain)
   for (size_t j = 0; j < starts.size(); ++j) {
     Node* root = starts[j];
     // A wide graph is a walk over many roots, each a small cone: the roots ahead are
