@@ -14,6 +14,9 @@ std::atomic<uint64_t> epoch{1};
 
 // How many nodes ahead the walk prefetches where it knows them (a stack or an order).
 constexpr size_t kAhead = 6;
+// The walk stack's capacity a thread keeps between graphs (1 MB: chains up to 65536 deep,
+// three times the automatic flush's default limit).
+constexpr size_t kKeptStack = size_t{1} << 16;
 
 inline uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -263,6 +266,8 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }
+  // A one-off deeper walk (a sync of a million-node chain) does not keep its stack's memory.
+  if (stack.capacity() > kKeptStack) std::vector<std::pair<Node*, size_t>>().swap(stack);
   g.struct_key = key;
   g.key = mix(key, sizes.stream_hash());
   g.sizes = sizes.take_values();
