@@ -148,6 +148,31 @@ absl::Status broadcast_all(OpId op, Metas in, Shape* out) {
   return absl::OkStatus();
 }
 
+// The fast path below runs for every recorded x + y and x * 2.0: shapes of a few dims are
+// compared and copied inline, not through memcmp and memmove calls that cost more than the dims.
+inline bool same_dims(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+inline void set_dims(Shape& dst, const Shape& src) {
+  const size_t n = src.size();
+  if (n > 4) {
+    dst = src;
+    return;
+  }
+  if (dst.size() != n) dst.resize(n);
+  int64_t* d = dst.data();
+  switch (n) {  // stores, not a loop (which the compiler turns into a memmove call)
+    case 4: d[3] = src[3]; [[fallthrough]];
+    case 3: d[2] = src[2]; [[fallthrough]];
+    case 2: d[1] = src[1]; [[fallthrough]];
+    case 1: d[0] = src[0]; [[fallthrough]];
+    default: break;
+  }
+}
+
 absl::Status rule_binary_arith(OpId op, Metas in, Attrs&, OutputMeta* out) {
   // Fast path (every user of this rule is a two-operand op): `x * 2.0` (a floating tensor
   // and a wrapped number: the tensor's shape and dtype) and `x + y` of one shape and non-bool
@@ -159,9 +184,9 @@ absl::Status rule_binary_arith(OpId op, Metas in, Attrs&, OutputMeta* out) {
                                            : (a.wrapped_number ? &b : nullptr);
     if ((t != nullptr && is_floating(t->dtype)) ||
         (t == nullptr && !a.wrapped_number && a.dtype == b.dtype && a.dtype != DType::kBool &&
-         *a.shape == *b.shape)) {
+         same_dims(*a.shape, *b.shape))) {
       if (t == nullptr) t = &a;
-      out->shape = *t->shape;
+      set_dims(out->shape, *t->shape);
       out->dtype = t->dtype;
       return absl::OkStatus();
     }

@@ -14,6 +14,9 @@ std::atomic<uint64_t> epoch{1};
 
 // How many nodes ahead the walk prefetches where it knows them (a stack or an order).
 constexpr size_t kAhead = 6;
+// The walk stack's capacity a thread keeps between graphs (1 MB: chains up to 65536 deep,
+// three times the automatic flush's default limit).
+constexpr size_t kKeptStack = size_t{1} << 16;
 
 inline uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -131,12 +134,21 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   int32_t next_value = 0;
   uint64_t key = 0xcbf29ce484222325ull;
   SizeSymbols sizes;  // sizes are symbols in the key (lazy/size_key.h)
-  std::vector<std::pair<Node*, size_t>> stack;
+  // The walk's stack is kept per thread: a deep chain grows it to the chain's length, and a
+  // loop whose automatic flushes each take such a chain would otherwise grow it again (copies
+  // and a malloc per doubling) every time. (Nothing the walk calls builds another graph.)
+  thread_local std::vector<std::pair<Node*, size_t>> walk_stack;
+  auto& stack = walk_stack;
+  stack.clear();
+  const uint64_t no_attrs_hash = Attrs().hash();
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
-  // At least a node per root (a wide graph: exactly that): sized once, not grown.
-  g.order.reserve(starts.size());
-  g.operands.reserve(2 * starts.size());
+  // At least a node per root (a wide graph: exactly that), at most every pending node (a
+  // sync of everything: about that): sized once, not grown by doubling.
+  const size_t expected = std::max(starts.size(), static_cast<size_t>(std::max<int64_t>(pending_nodes(), 0)));
+  g.order.reserve(expected);
+  g.operands.reserve(2 * expected);
+  sizes.reserve(expected);  // a size per node is common (vectors, a chain)
   for (size_t j = 0; j < starts.size(); ++j) {
     Node* root = starts[j];
     // A wide graph is a walk over many roots, each a small cone: the roots ahead are
@@ -205,15 +217,18 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       n->mark = mark | 1;
       n->slot = next_value++;
       g.order.push_back(n);
-      uint64_t h = mix(n->hash & 0, static_cast<uint64_t>(n->op));
-      h = mix(h, static_cast<uint64_t>(n->dtype));
-      h = mix(h, 0x4000 + n->shape.size());
+      // op, dtype and rank in one word (each field has room: op < 2^16, dtype < 2^8).
+      uint64_t h = mix(0, static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 16 |
+                              (0x4000 + n->shape.size()) << 32);
       for (int64_t d : n->shape) h = mix(h, sizes.word(d));
       g.collectives |= is_collective(n->op);
-      // A node without attributes is keyed with the default ones, which are hot, instead of
-      // its own (three cold cache lines per node of a long chain).
+      // A node without attributes is keyed with the default ones instead of its own (three
+      // cold cache lines per node of a long chain), whose key is computed once per graph
+      // where the op has no size attributes (attrs_key is then their hash).
       static const Attrs kNoAttrs;
-      h = mix(h, attrs_key(n->op, n->has_attrs ? n->attrs : kNoAttrs, sizes));
+      h = mix(h, n->has_attrs                             ? attrs_key(n->op, n->attrs, sizes)
+                 : size_attrs_of(n->op) == SizeAttrs::kNone ? no_attrs_hash
+                                                            : attrs_key(n->op, kNoAttrs, sizes));
       for (const auto& in : n->inputs) {
         uint64_t kind = in->materialized() ? 1 : in->op == OpId::kScalar ? 2 : 3;
         h = mix(h, kind << 32 | static_cast<uint32_t>(in->slot));
@@ -251,6 +266,8 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
       key = mix(key, 0x3000 + static_cast<uint64_t>(n->slot));
     }
   }
+  // A one-off deeper walk (a sync of a million-node chain) does not keep its stack's memory.
+  if (stack.capacity() > kKeptStack) std::vector<std::pair<Node*, size_t>>().swap(stack);
   g.struct_key = key;
   g.key = mix(key, sizes.stream_hash());
   g.sizes = sizes.take_values();

@@ -69,9 +69,10 @@ Node* Node::acquire() {
 }
 
 namespace {
-// attrs are written only when the op has some, and cleared only when a recycled node had some.
-inline void set_attrs(Node* n, const Attrs& attrs) {
-  if (!attrs.is_default()) {
+// attrs are written only when the op has some (`has`: !attrs.is_default()), and cleared only
+// when a recycled node had some.
+inline void set_attrs(Node* n, const Attrs& attrs, bool has) {
+  if (has) {
     n->attrs = attrs;
     n->has_attrs = true;
   } else if (n->has_attrs) {
@@ -79,10 +80,9 @@ inline void set_attrs(Node* n, const Attrs& attrs) {
     n->has_attrs = false;
   }
 }
-uint64_t attrs_hash(const Attrs& attrs) {
-  static const uint64_t default_hash = Attrs().hash();
-  return attrs.is_default() ? default_hash : attrs.hash();
-}
+inline void set_attrs(Node* n, const Attrs& attrs) { set_attrs(n, attrs, !attrs.is_default()); }
+// The hash of no attributes (most elementwise ops), computed once.
+const uint64_t kDefaultAttrsHash = Attrs().hash();
 }  // namespace
 
 NodePtr Node::make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
@@ -97,13 +97,14 @@ NodePtr Node::make(OpId op, IntSpan shape, DType dtype, const Attrs& attrs,
   NodePtr n = NodePtr::adopt_new(acquire());
   n->op = op;
   n->dtype = dtype;
+  const bool has_attrs = !attrs.is_default();
   uint64_t h = leaf_hash(op, shape, dtype);
-  h = mix(h, attrs_hash(attrs));
+  h = mix(h, has_attrs ? attrs.hash() : kDefaultAttrsHash);
   for (const Node* in : inputs) h = mix(h, in->hash);
   n->hash = h;
   n->shape = shape;
-  set_attrs(n.get(), attrs);
-  n->inputs.clear();
+  set_attrs(n.get(), attrs, has_attrs);
+  // A node from the pool has no operands (release() clears them), nor has a new one.
   for (Node* in : inputs) n->inputs.emplace_back(in);
   if (op != OpId::kScalar) bump(pending_count, 1);
   return n;

@@ -41,12 +41,27 @@ class SizeSymbols {
   static constexpr uint64_t kUnitDim = uint64_t{0x51} << 48;     // stride of a size-1 dim
 
   // The structure key's word for size v; records v's symbol in the stream.
+  // Inline for the common case, the size just seen (a run of nodes of one shape: every node
+  // of a graph walk asks).
   uint64_t word(int64_t v) {
     if (v <= 1) return static_cast<uint64_t>(v) + kLiteral;
+    const uint32_t id = v == last_v_ ? last_id_ : symbol(v);
+    ids_.push_back(id);
+    stream_ ^= id + 0x9e3779b97f4a7c15ull + (stream_ << 6) + (stream_ >> 2);
+    return kSize;
+  }
+  // Room for n sizes >= 2 in the stream without regrowing it.
+  void reserve(size_t n) { ids_.reserve(n); }
+  // The stream's hash (mixed into the structure key to make Graph::key).
+  uint64_t stream_hash() const { return stream_ * 0xff51afd7ed558ccdull + ids_.size(); }
+  std::vector<int64_t> take_values() { return std::move(values_); }
+  std::vector<uint32_t> take_ids() { return std::move(ids_); }
+
+ private:
+  // v's symbol (a new one when v is new); v becomes the size just seen.
+  [[gnu::noinline]] uint32_t symbol(int64_t v) {
     uint32_t id;
-    if (v == last_v_) {
-      id = last_id_;
-    } else if (values_.size() < kLinear) {
+    if (values_.size() < kLinear) {
       size_t i = 0;
       while (i < values_.size() && values_[i] != v) ++i;
       if (i == values_.size()) values_.push_back(v);
@@ -60,16 +75,8 @@ class SizeSymbols {
     }
     last_v_ = v;
     last_id_ = id;
-    ids_.push_back(id);
-    stream_ ^= id + 0x9e3779b97f4a7c15ull + (stream_ << 6) + (stream_ >> 2);
-    return kSize;
+    return id;
   }
-  // The stream's hash (mixed into the structure key to make Graph::key).
-  uint64_t stream_hash() const { return stream_ * 0xff51afd7ed558ccdull + ids_.size(); }
-  std::vector<int64_t> take_values() { return std::move(values_); }
-  std::vector<uint32_t> take_ids() { return std::move(ids_); }
-
- private:
   static constexpr size_t kLinear = 16;  // past this many distinct sizes, a hash index
   std::vector<int64_t> values_;          // each symbol's value
   std::vector<uint32_t> ids_;            // the symbol of each size >= 2, in walk order

@@ -187,9 +187,27 @@ NodePtr make_node(OpId op, absl::Span<const NodePtr> inputs, Attrs attrs) {
   return Node::make(op, out.shape, out.dtype, attrs, inputs);
 }
 
+namespace {
+// dst = src for a recycled tensor's shape, whose buffer usually has the room: the common
+// ranks copied inline instead of through a memmove call (an op records one shape).
+inline void copy_shape(Shape& dst, IntSpan src) {
+  const size_t n = src.size();
+  if (dst.size() != n) dst.resize(n);
+  int64_t* d = dst.data();
+  switch (n) {
+    case 4: d[3] = src[3]; [[fallthrough]];
+    case 3: d[2] = src[2]; [[fallthrough]];
+    case 2: d[1] = src[1]; [[fallthrough]];
+    case 1: d[0] = src[0]; [[fallthrough]];
+    case 0: break;
+    default: std::copy(src.begin(), src.end(), d);
+  }
+}
+}  // namespace
+
 Ref<TensorImpl> TensorImpl::make(NodePtr value, Device device) {
   Ref<TensorImpl> t = Ref<TensorImpl>::adopt_new(acquire());
-  t->shape.assign(value->shape.begin(), value->shape.end());
+  copy_shape(t->shape, value->shape);
   t->dtype = value->dtype;
   t->group = AliasGroup::make(std::move(value), device);
   return t;

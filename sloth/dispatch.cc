@@ -64,14 +64,15 @@ bool any_requires_grad(absl::Span<const Tensor> in) {
   return any;
 }
 
-// Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
-// PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
-void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Tensor& result) {
-  // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
-  // the common no-grad op leaves here after two loads per operand.
-  bool plain = true;
-  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && !t.impl()->is_view();
-  if (plain) return;
+// dst = src for a freshly made (empty) OutputInfo shape: pushed inline (room for 5 dims)
+// instead of absl's out-of-line generic assign (~55 instructions each, three per binary op).
+inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
+  for (int64_t d : src) dst.push_back(d);
+}
+
+// attach_grad_fn past its first check (below).
+void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                            Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   TensorImpl& ri = *result.impl();
   if (!is_floating(ri.dtype) || !any_requires_grad(in)) return;
@@ -99,7 +100,7 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
     }
     // Filled in place: a pushed temporary would copy its inline shape twice.
     autograd::OutputInfo& info = fn->input_info_.emplace_back();
-    info.shape.assign(ti.shape.begin(), ti.shape.end());
+    fill_info_shape(info.shape, ti.shape);
     info.dtype = ti.dtype;
     info.device = ti.group->device;
   }
@@ -112,7 +113,7 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
     fn->result_.save(result.impl(), plan.result_check);
   }
   autograd::OutputInfo& out = fn->outputs.emplace_back();
-  out.shape.assign(ri.shape.begin(), ri.shape.end());
+  fill_info_shape(out.shape, ri.shape);
   out.dtype = ri.dtype;
   out.device = ri.group->device;
   auto& m = autograd::ensure_meta(ri);
@@ -121,22 +122,42 @@ void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, Te
   m.requires_grad = true;
 }
 
+// Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
+// PyTorch's node saves (sloth/saved_tensors.cc), each with its alias group's version.
+inline void attach_grad_fn(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                           Tensor& result) {
+  // No operand has autograd state or is a view: none tracks grad (internal::tracks_grad), and
+  // the common no-grad op leaves here after two loads per operand, without a call.
+  bool plain = true;
+  for (const auto& t : in) plain &= t.impl()->autograd == nullptr && !t.impl()->is_view();
+  if (!plain) attach_grad_fn_tracked(op, attrs, in, result);
+}
+
 Tensor record(OpId op, absl::Span<const Tensor> in, const Attrs& attrs, const OutputMeta& out,
               Device device) {
   // A base tensor's value is its group's node: pass it without a reference of our own (a
   // locked increment and decrement each); only views replay their chain into a new node.
-  absl::InlinedVector<lazy::Node*, 4> values;
+  // Up to four operands in arrays on the stack (no vector bookkeeping per op).
+  constexpr size_t kInline = 4;
+  lazy::Node* inline_values[kInline];
+  std::vector<lazy::Node*> more_values;
+  lazy::Node** values = inline_values;
+  if (in.size() > kInline) {
+    more_values.resize(in.size());
+    values = more_values.data();
+  }
   absl::InlinedVector<NodePtr, 2> replayed;
-  for (const auto& t : in) {
-    TensorImpl& ti = *t.impl();
+  for (size_t i = 0; i < in.size(); ++i) {
+    TensorImpl& ti = *in[i].impl();
     if (!ti.has_chain()) {
-      values.push_back(ti.group->value.get());
+      values[i] = ti.group->value.get();
     } else {
       replayed.push_back(ti.value());
-      values.push_back(replayed.back().get());
+      values[i] = replayed.back().get();
     }
   }
-  NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs, values);
+  NodePtr n = lazy::Node::make(op, out.shape, out.dtype, attrs,
+                               absl::Span<lazy::Node* const>(values, in.size()));
   Tensor result(TensorImpl::make(std::move(n), device));
   attach_grad_fn(op, attrs, in, result);
   return result;
@@ -424,11 +445,27 @@ void mark_multi_output(std::vector<Tensor>& parts) {
 
 }  // namespace
 
+namespace {
+// What infer() decides for the op being called, reused per thread: its shape keeps its
+// capacity, so inference allocates nothing. Nothing between infer() and the recording of the
+// node re-enters call_op.
+thread_local OutputMeta infer_out;
+// The shape of a number operand: 0-dim.
+const Shape kNumberShape;
+}  // namespace
+
 Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
   const OpInfo& info = op_info(op);
   // Filled field by field in place (a pushed temporary was reloaded as one 16-byte word from
-  // its three narrower stores: a store-forwarding stall per operand).
-  absl::InlinedVector<TensorMeta, 4> metas(in.size());
+  // its three narrower stores: a store-forwarding stall per operand). Up to four on the stack.
+  constexpr size_t kInline = 4;
+  TensorMeta inline_metas[kInline];
+  std::vector<TensorMeta> more_metas;
+  TensorMeta* metas = inline_metas;
+  if (in.size() > kInline) {
+    more_metas.resize(in.size());
+    metas = more_metas.data();
+  }
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i].defined())
       fail("%s: operand %d is an undefined tensor", info.name, static_cast<int64_t>(i));
@@ -437,10 +474,8 @@ Tensor call_op(OpId op, absl::Span<const Tensor> in, Attrs attrs) {
     metas[i].dtype = t.dtype;
     metas[i].wrapped_number = t.wrapped_number;
   }
-  // Reused per thread: its shape keeps its capacity, so inference allocates nothing. Nothing
-  // between infer() and record() re-enters call_op.
-  thread_local OutputMeta out;
-  throw_if_error(infer(op, metas, attrs, &out));
+  OutputMeta& out = infer_out;
+  throw_if_error(infer(op, absl::Span<const TensorMeta>(metas, in.size()), attrs, &out));
   Device device = device_of(op, in);
   ++lazy::counters().ops_traced;
   Tensor result;
@@ -484,6 +519,41 @@ Tensor call_op_borrowed(OpId op, const Tensor& a, const Tensor& b) {
     }
   } forget{in};
   return call_op(op, {in, 2});
+}
+
+Tensor call_op_number(OpId op, const Tensor& t, const Scalar& v, bool number_first) {
+  const TensorImpl* ti = t.impl().get();
+  const OpCategory category = op_info(op).category;
+  // The number needs a tensor of its own (wrap_scalar) only where something may keep it
+  // beyond the node: a grad_fn that saves operands (autograd records here), a view or an
+  // in-place write, a decomposition. Otherwise (a base tensor that records no history: its
+  // value is its group's node, and attach_grad_fn would return at once) the number enters as
+  // exactly what call_op makes of wrap_scalar(v): a wrapped number of v's kind for inference,
+  // a float64 Scalar leaf in the IR. That saves a TensorImpl, an AliasGroup and their
+  // release per op (recording `s * 2.0` took ~1700 instructions, ~450 of them for these).
+  if (ti == nullptr || ti->has_chain() || ti->is_view() ||
+      (ti->autograd != nullptr && autograd::is_grad_enabled()) ||
+      category == OpCategory::Composite || category == OpCategory::View ||
+      category == OpCategory::Inplace) {
+    const Tensor w = wrap_scalar(v);
+    return number_first ? call_op_borrowed(op, w, t) : call_op_borrowed(op, t, w);
+  }
+  const int tensor_pos = number_first ? 1 : 0;
+  TensorMeta metas[2];
+  metas[tensor_pos] = {&ti->shape, ti->dtype, ti->wrapped_number};
+  metas[1 - tensor_pos] = {&kNumberShape, v.type(), true};
+  Attrs attrs;
+  OutputMeta& out = infer_out;
+  throw_if_error(infer(op, metas, attrs, &out));
+  ++lazy::counters().ops_traced;
+  const NodePtr number = lazy::Node::scalar_leaf(v.to<double>(), DType::kFloat64);
+  lazy::Node* values[2];
+  values[tensor_pos] = ti->group->value.get();
+  values[1 - tensor_pos] = number.get();
+  Tensor result(TensorImpl::make(lazy::Node::make(op, out.shape, out.dtype, attrs, values),
+                                 ti->group->device));
+  lazy::maybe_auto_flush();
+  return result;
 }
 
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs) {

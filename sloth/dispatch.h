@@ -21,6 +21,10 @@ Tensor call_op(OpId op, absl::Span<const Tensor> inputs, Attrs attrs = {});
 // call_op on operands the caller holds for the whole call, without copying their handles
 // (two locked refcount updates per copied operand): the binary operators' fast path.
 Tensor call_op_borrowed(OpId op, const Tensor& a, const Tensor& b);
+// call_op(op, {t, wrap_scalar(v)}), or {wrap_scalar(v), t} when `number_first`: the same
+// result, checks and errors, without a tensor for the number where nothing can keep one
+// (the binary operators with a number on one side: `x * 2.0`, `1 - x`, `x < 0.5`).
+Tensor call_op_number(OpId op, const Tensor& t, const Scalar& v, bool number_first = false);
 // Split and Chunk: the list of views.
 std::vector<Tensor> call_op_list(OpId op, const Tensor& x, Attrs attrs);
 // A C++ number as an operand. It is data (a Scalar leaf), so changing it between steps does

@@ -303,15 +303,10 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 namespace {
-// A number on either side of an arithmetic operator: wrapped into a 0-dim tensor that lives
-// only for the call (the op borrows both operands instead of copying their references).
-Tensor with_number(OpId op, const Tensor& a, const Scalar& b) {
-  const Tensor w = wrap_scalar(b);
-  return call_op_borrowed(op, a, w);
-}
+// A number on either side of an operator: a wrapped number operand (sloth/dispatch.h).
+Tensor with_number(OpId op, const Tensor& a, const Scalar& b) { return call_op_number(op, a, b); }
 Tensor with_number(OpId op, const Scalar& a, const Tensor& b) {
-  const Tensor w = wrap_scalar(a);
-  return call_op_borrowed(op, w, b);
+  return call_op_number(op, b, a, /*number_first=*/true);
 }
 }  // namespace
 Tensor operator+(const Tensor& a, const Scalar& b) { return with_number(OpId::kAdd, a, b); }
@@ -326,8 +321,8 @@ Tensor operator-(const Tensor& a) { return neg(a); }
 
 #define SLOTH_CMP(opr, Id)                                                                 \
   Tensor operator opr(const Tensor& a, const Tensor& b) { return call_op(OpId::k##Id, {a, b}); } \
-  Tensor operator opr(const Tensor& a, const Scalar& b) { return call_op(OpId::k##Id, {a, wrap_scalar(b)}); } \
-  Tensor operator opr(const Scalar& a, const Tensor& b) { return call_op(OpId::k##Id, {wrap_scalar(a), b}); }
+  Tensor operator opr(const Tensor& a, const Scalar& b) { return with_number(OpId::k##Id, a, b); } \
+  Tensor operator opr(const Scalar& a, const Tensor& b) { return with_number(OpId::k##Id, a, b); }
 SLOTH_CMP(==, Eq)
 SLOTH_CMP(!=, Ne)
 SLOTH_CMP(<, Lt)

@@ -35,7 +35,9 @@ Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, co
 }
 
 bool alpha_is_one(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
-  if (a.defined() && b.defined()) {
+  // Only a floating or bool alpha has anything to check (the default alpha, 1, does not ask
+  // the tensors' dtypes: `acc = acc + s` runs this per op).
+  if ((alpha.is_floating() || alpha.is_boolean()) && a.defined() && b.defined()) {
     const bool floating = is_floating(a.dtype()) || is_floating(b.dtype());
     const bool boolean = a.dtype() == DType::kBool && b.dtype() == DType::kBool;
     if (alpha.is_floating() && !floating)

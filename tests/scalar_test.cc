@@ -345,6 +345,65 @@ TEST(ScalarPromotion, Alpha) {
   EXPECT_EQ(g.to_vector<float>(), (F{1, 3, 5}));
 }
 
+// A number beside a tensor that records no history becomes an operand without a tensor of its
+// own (call_op_number); beside a view, or a tensor autograd tracks, it is a wrapped tensor as
+// before. Both paths give the same values, dtypes, errors, graph and gradients.
+TEST(ScalarOperand, EveryPathGivesTheSameResult) {
+  Tensor base = tensor({1, 2, 3, 4}, {4});
+  Tensor view = tensor({0, 1, 2, 3, 4}, {5}).slice(0, 1, 5);    // a view: the wrapped path
+  Tensor tracked = tensor({1, 2, 3, 4}, {4}).requires_grad_();  // autograd: the wrapped path
+  for (const Tensor& x : {base, view, tracked}) {
+    EXPECT_EQ((x * 2.0).to_vector<float>(), (F{2, 4, 6, 8}));
+    EXPECT_EQ((x - 1).to_vector<float>(), (F{0, 1, 2, 3}));
+    EXPECT_EQ((10 - x).to_vector<float>(), (F{9, 8, 7, 6})) << "the number first";
+    EXPECT_EQ((2.0 / x).to_vector<float>(), (F{2, 1, 2.0f / 3, 0.5f}));
+    EXPECT_EQ((x > 2.5).to_vector<bool>(), (B{false, false, true, true}));
+    EXPECT_EQ((2 >= x).to_vector<bool>(), (B{true, true, false, false}));
+    EXPECT_EQ((x + true).to_vector<float>(), (F{2, 3, 4, 5}));
+  }
+  {
+    NoGradGuard no_grad;  // a tracked tensor records no history here: the direct path
+    Tensor y = tracked * 3.0;
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.to_vector<float>(), (F{3, 6, 9, 12}));
+  }
+  Tensor z = tracked * 3.0;
+  EXPECT_TRUE(z.requires_grad());
+  (z * 0.5).sum().backward();
+  EXPECT_EQ(tracked.grad().to_vector<float>(), (F{1.5f, 1.5f, 1.5f, 1.5f}));
+  // Promotion sees the number's kind on both paths.
+  Tensor i = arange(4);
+  EXPECT_EQ((i * 2).dtype(), kInt64);
+  EXPECT_EQ((2 * i.slice(0, 0, 4)).dtype(), kInt64);
+  EXPECT_EQ((i * 2.0).dtype(), kFloat32);
+  EXPECT_EQ((1 / i.slice(0, 1, 4)).to_vector<float>(), (F{1, 0.5f, 1.0f / 3}));
+  EXPECT_EQ((ones({2}, kFloat64) * 0.1).to_vector<double>(), (D{0.1, 0.1}));
+  // Errors name the op and change nothing, on both paths.
+  Tensor b = full({2}, true);
+  EXPECT_ERROR_HAS(b - true, "sub: subtracting two bool tensors is not supported");
+  EXPECT_ERROR_HAS(true - b.slice(0, 0, 2), "sub: subtracting two bool tensors is not supported");
+  EXPECT_ERROR_HAS(Tensor() * 2.0, "mul: operand 0 is an undefined tensor");
+  EXPECT_ERROR_HAS(2.0 * Tensor(), "mul: operand 1 is an undefined tensor");
+  // The same graph either way: the number is a float64 scalar leaf (data, never a constant),
+  // so only the dumped scalar values differ.
+  auto structure = [](const Tensor& t) {
+    std::string d = dump_ir({t}), out;
+    for (size_t at = 0, end; at < d.size(); at = end + 1) {
+      end = d.find('\n', at);
+      if (end == std::string::npos) end = d.size();
+      const std::string line = d.substr(at, end - at);
+      if (line.find(": float64 = ") == std::string::npos) out += line + "\n";
+    }
+    return out;
+  };
+  Tensor p = ones({3});
+  Tensor q = ones({3}).requires_grad_();
+  EXPECT_EQ(structure(p * 2), structure(p * 7.5));
+  EXPECT_EQ(structure(p * 2.0), structure((q * 2.0).detach()));
+  EXPECT_EQ(structure(3 - p), structure((3 - q).detach()));
+  EXPECT_NE(structure(p * 2.0), structure(2.0 * p)) << "the operands' order is kept";
+}
+
 // remainder (Python's %), fmod and floor_divide against PyTorch 1.13's values.
 TEST(Modulo, MatchesPyTorch) {
   using I = std::vector<int64_t>;
