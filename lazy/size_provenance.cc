@@ -403,6 +403,9 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   // product classes follow their factors. Where a shape rule then rejects a node (a slice's
   // bounds, a concatenation's sum: relations other than equality and product), the moved
   // classes at that node are pinned to their values and the assignment is made again.
+  // The classes are final from here on (nothing joins below): every element points straight
+  // at its root, so the attempts read an element's class with one load (root()).
+  for (int32_t e = 0; e < ne; ++e) parent_[e] = find(e);
   stand_.assign(ne, 0);
   state_.assign(ne, 0);
   moved_.assign(ne, 0);
@@ -428,8 +431,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   };
   StandInSizes out;
   std::vector<uint8_t> touched(p_.instrs.size(), 0);
-  auto s_of = [&](int32_t e) { return val_[e] <= 1 ? val_[e] : stand_[find(e)]; };
-  auto moved = [&](int32_t e) { return val_[e] > 1 && moved_[find(e)] != 0; };
+  auto s_of = [&](int32_t e) { return val_[e] <= 1 ? val_[e] : stand_[parent_[e]]; };
+  auto moved = [&](int32_t e) { return val_[e] > 1 && moved_[parent_[e]] != 0; };
   std::vector<Shape> shapes;
   std::vector<TensorMeta> metas;
   std::vector<size_t> bad;  // the nodes whose shape rule rejected an attempt's stand-ins
@@ -498,42 +501,20 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     }
     if (!settled) return give_up("stand-in sizes that keep colliding");
 
-    // The stand-in graph's shapes and size attributes (the vectors of the last attempt are
-    // cleared, not freed: an attempt allocates nothing per instruction).
-    out.input_shapes.resize(static_cast<size_t>(p_.num_inputs));
-    out.input_strides.resize(static_cast<size_t>(p_.num_inputs));
-    for (auto* vs : {&out.input_shapes, &out.input_strides})
-      for (auto& v : *vs) v.clear();
-    for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
-      const Slot& l = p_.slots[i];
-      const Strides& l_strides = p_.strides_of_input(l.index);
-      for (size_t d = 0; d < l.shape.size(); ++d) out.input_shapes[i].push_back(s_of(in_dims_[i] + static_cast<int32_t>(d)));
-      for (size_t d = 0; d < l_strides.size(); ++d) {
-        const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
-        out.input_strides[i].push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l_strides[d]);
-      }
-    }
-    out.node_shapes.resize(p_.instrs.size());
-    out.node_size_attrs.resize(p_.instrs.size());
-    for (auto* vs : {&out.node_shapes, &out.node_size_attrs})
-      for (auto& v : *vs) v.clear();
+    // Which nodes touch a moved class, and whether a stand-in shape overflows (the stand-in
+    // sizes are read where they are needed, not copied out per attempt).
     std::fill(touched.begin(), touched.end(), 0);
     for (size_t k = 0; k < p_.instrs.size(); ++k) {
-      const Instr* n = &p_.instrs[k];
-      const int32_t r = static_cast<int32_t>(n->shape.size());
+      const int32_t r = node_rank_[k];
       int64_t numel = 1;
       for (int32_t d = 0; d < r; ++d) {
-        const int64_t sz = s_of(node_dims_[k] + d);
-        touched[k] |= moved(node_dims_[k] + d);
-        out.node_shapes[k].push_back(sz);
-        if (__builtin_mul_overflow(numel, std::max<int64_t>(sz, 1), &numel) || numel > (int64_t{1} << 60))
+        const int32_t e = node_dims_[k] + d;
+        touched[k] |= moved(e);
+        if (__builtin_mul_overflow(numel, std::max<int64_t>(s_of(e), 1), &numel) || numel > (int64_t{1} << 60))
           return give_up("a stand-in shape too large");
       }
       const int32_t na = node_nattrs_[k];
-      for (int32_t j = 0; j < na; ++j) {
-        out.node_size_attrs[k].push_back(s_of(node_attrs_[k] + j));
-        touched[k] |= moved(node_attrs_[k] + j);
-      }
+      for (int32_t j = 0; j < na; ++j) touched[k] |= moved(node_attrs_[k] + j);
     }
     // Every node that touches a stand-in, checked by its op's shape rule at the stand-ins.
     // The first attempts stop at the first node rejected (pinning there may settle the
@@ -557,11 +538,15 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       if (!check) continue;
       shapes.assign(nin, Shape{});
       metas.clear();
+      auto stand_in_shape = [&](Shape& sh, int32_t first, size_t rank) {
+        sh.resize(rank);
+        for (size_t d = 0; d < rank; ++d) sh[d] = s_of(first + static_cast<int32_t>(d));
+      };
       for (size_t j = 0; j < nin; ++j) {
         const uint32_t ref = opref(k, j);
         const int32_t slot = Graph::operand_slot(ref);
-        if (Graph::operand_kind(ref) == 1) shapes[j] = out.input_shapes[slot];
-        else if (Graph::operand_kind(ref) == 3) shapes[j] = out.node_shapes[slot];
+        if (Graph::operand_kind(ref) == 1) stand_in_shape(shapes[j], in_dims_[slot], p_.slots[slot].shape.size());
+        else if (Graph::operand_kind(ref) == 3) stand_in_shape(shapes[j], node_dims_[slot], static_cast<size_t>(node_rank_[slot]));
         // A Scalar leaf is a C++ number (x * 2.0): it takes part in promotion as one.
         metas.push_back({nullptr, p_.slots[n->in[j]].dtype, Graph::operand_kind(ref) == 2});
       }
@@ -569,11 +554,13 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       Attrs a = n->attrs;
       if (size_attrs_of(n->op) != SizeAttrs::kNone) {
         size_t j = 0;
-        for_each_size_attr(n->op, a, [&](int64_t& v) { v = out.node_size_attrs[k][j++]; });
+        for_each_size_attr(n->op, a, [&](int64_t& v) { v = s_of(node_attrs_[k] + static_cast<int32_t>(j++)); });
       }
       OutputMeta om;
       const absl::Status st = infer(n->op, metas, a, &om);
-      if (!st.ok() || om.shape != out.node_shapes[k]) {
+      bool same_shape = st.ok() && om.shape.size() == static_cast<size_t>(node_rank_[k]);
+      for (int32_t d = 0; d < node_rank_[k] && same_shape; ++d) same_shape = om.shape[d] == s_of(node_dims_[k] + d);
+      if (!same_shape) {
         bad.push_back(k);
         if (bad.size() == 1)
           fail_ = absl::StrFormat("%s's shape rule does not accept the stand-in sizes: %s", op_name(n->op),
@@ -609,6 +596,27 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   if (!split) {  // every coincidence is kept: the plan of these sizes
     if (!fail_.empty()) return give_up(fail_);
     return std::nullopt;
+  }
+  // The stand-in graph's shapes and size attributes, for apply().
+  for (size_t i = 0; i < static_cast<size_t>(p_.num_inputs); ++i) {
+    const Slot& l = p_.slots[i];
+    const Strides& l_strides = p_.strides_of_input(l.index);
+    for (size_t d = 0; d < l.shape.size(); ++d) out.input_shapes.v.push_back(s_of(in_dims_[i] + static_cast<int32_t>(d)));
+    out.input_shapes.end_row();
+    for (size_t d = 0; d < l_strides.size(); ++d) {
+      const int32_t e = in_strides_[i] + static_cast<int32_t>(d);
+      out.input_strides.v.push_back(d < l.shape.size() && val_[e] != -1 ? s_of(e) : l_strides[d]);
+    }
+    out.input_strides.end_row();
+  }
+  out.node_shapes.v.reserve(p_.instrs.size() * 2);
+  out.node_shapes.off.reserve(p_.instrs.size() + 1);
+  out.node_size_attrs.off.reserve(p_.instrs.size() + 1);
+  for (size_t k = 0; k < p_.instrs.size(); ++k) {
+    for (int32_t d = 0; d < node_rank_[k]; ++d) out.node_shapes.v.push_back(s_of(node_dims_[k] + d));
+    out.node_shapes.end_row();
+    for (int32_t j = 0; j < node_nattrs_[k]; ++j) out.node_size_attrs.v.push_back(s_of(node_attrs_[k] + j));
+    out.node_size_attrs.end_row();
   }
   for (int32_t e = 0; e < ne && out.summary.size() < 200; ++e)
     if (val_[e] > 1 && find(e) == e && moved_[e])
@@ -687,20 +695,24 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
 void StandInSizes::apply(Plan& p) const {
   p.shape_ids = false;  // the shape numbers lower() gave are for the real sizes
   for (size_t i = 0; i < input_shapes.size() && i < p.slots.size(); ++i) {
-    p.slots[i].shape = Shape(input_shapes[i].begin(), input_shapes[i].end());
+    const std::span<const int64_t> sh = input_shapes[i];
+    p.slots[i].shape = Shape(sh.begin(), sh.end());
     const int32_t index = p.slots[i].index;
     if (index >= 0) {
       if (p.input_strides.size() <= static_cast<size_t>(index)) p.input_strides.resize(index + 1);
-      p.input_strides[index] = Strides(input_strides[i].begin(), input_strides[i].end());
+      const std::span<const int64_t> st = input_strides[i];
+      p.input_strides[index] = Strides(st.begin(), st.end());
     }
   }
   for (size_t k = 0; k < node_shapes.size() && k < p.instrs.size(); ++k) {
     Instr& in = p.instrs[k];
-    in.shape = Shape(node_shapes[k].begin(), node_shapes[k].end());
+    const std::span<const int64_t> sh = node_shapes[k];
+    in.shape = Shape(sh.begin(), sh.end());
     p.slots[in.out].shape = in.shape;
-    if (!node_size_attrs[k].empty()) {
+    const std::span<const int64_t> sa = node_size_attrs[k];
+    if (!sa.empty()) {
       size_t j = 0;
-      for_each_size_attr(in.op, in.attrs.mut(), [&](int64_t& v) { v = node_size_attrs[k][j++]; });
+      for_each_size_attr(in.op, in.attrs.mut(), [&](int64_t& v) { v = sa[j++]; });
     }
   }
 }

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,21 @@ struct StandInSizes {
   std::vector<uint32_t> size_ids;
   // The value in the real graph of each stand-in symbol (instantiate_plan's `to`).
   std::vector<int64_t> real;
+  // Rows of sizes stored end to end (one allocation for all rows, not one per row: a graph of
+  // 1e5 nodes has 1e5 rows).
+  struct Rows {
+    std::vector<int64_t> v;
+    std::vector<int32_t> off{0};  // row r is v[off[r] .. off[r + 1])
+    size_t size() const { return off.size() - 1; }
+    std::span<const int64_t> operator[](size_t r) const {
+      return {v.data() + off[r], static_cast<size_t>(off[r + 1] - off[r])};
+    }
+    void end_row() { off.push_back(static_cast<int32_t>(v.size())); }
+  };
   // For the lowering hook: the stand-in of every size the key walk saw, per slot and
   // instruction (see apply()).
-  std::vector<std::vector<int64_t>> input_shapes, input_strides, node_shapes;
-  std::vector<std::vector<int64_t>> node_size_attrs;  // for_each_size_attr order
+  Rows input_shapes, input_strides, node_shapes;
+  Rows node_size_attrs;  // for_each_size_attr order
   std::string summary;                                 // which sizes were split, for the log
 
   // Rewrites a plan lower() just built for the graph (slots and instructions still numbered
