@@ -17,6 +17,8 @@ constexpr size_t kAhead = 6;
 // The walk stack's capacity a thread keeps between graphs (1 MB: chains up to 65536 deep,
 // three times the automatic flush's default limit).
 constexpr size_t kKeptStack = size_t{1} << 16;
+// The most nodes a graph reserves room for beyond one per root (build_graph_from).
+constexpr size_t kReservedNodes = 4096;
 
 inline uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -144,8 +146,13 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
   // At least a node per root (a wide graph: exactly that), at most every pending node (a
-  // sync of everything: about that): sized once, not grown by doubling.
-  const size_t expected = std::max(starts.size(), static_cast<size_t>(std::max<int64_t>(pending_nodes(), 0)));
+  // sync of everything: about that), but not more than kReservedNodes beyond the roots: a
+  // small sync (one item()) among 1e5 pending tensors must not reserve megabytes for nodes
+  // it never walks. A larger graph grows by doubling (a few copies of pointers, little next
+  // to walking its nodes).
+  const size_t expected =
+      std::max(starts.size(), std::min(static_cast<size_t>(std::max<int64_t>(pending_nodes(), 0)),
+                                       starts.size() + kReservedNodes));
   g.order.reserve(expected);
   g.operands.reserve(2 * expected);
   sizes.reserve(expected);  // a size per node is common (vectors, a chain)

@@ -167,7 +167,7 @@ absl::StatusOr<Values> eval_nn(const Ctx& c) {
     case OpId::kBatchNorm: case OpId::kGroupNorm: {
       // Statistics over each channel (batch_norm: all samples; group_norm: each sample's group).
       const bool bn = c.op == OpId::kBatchNorm;
-      const int64_t n = x.shape[0], ch = x.shape[1], inner = n * ch ? numel(x.shape) / (n * ch) : 0;
+      const int64_t n = x.shape[0], ch = x.shape[1], inner = n * ch != 0 ? numel(x.shape) / (n * ch) : 0;
       double eps;
       bool has_w, has_b, training = false;
       int64_t groups = 1;
