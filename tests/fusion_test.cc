@@ -201,6 +201,39 @@ TEST(Fusion, ValuesNeededOutsideAreKernelOutputs) {
   }
 }
 
+// Kernels of one form (x * 3 - y at several loop shapes, so one kernel each) share the CPU
+// backend's program core, built once per form; each must still read its own operands and
+// write its own outputs, and take over a dead operand's buffer only where it has one.
+TEST(Fusion, KernelsOfOneFormKeepTheirOwnOperands) {
+  std::vector<Tensor> xs, ys, outs;
+  for (int i = 0; i < 6; ++i) {
+    xs.push_back(data({3 + i}));
+    ys.push_back(data({3 + i}));
+  }
+  std::vector<std::vector<float>> xv, yv;
+  for (int i = 0; i < 6; ++i) {
+    xv.push_back(xs[i].to_vector<float>());
+    yv.push_back(ys[i].to_vector<float>());
+  }
+  for (int i = 0; i < 6; ++i) outs.push_back(xs[i] * 3.0 - ys[i]);
+  // One more of the form whose operand z nothing else holds: its output may take z's buffer.
+  Tensor z = data({9}), w = data({9});
+  const std::vector<float> zv = z.to_vector<float>(), wv = w.to_vector<float>();
+  outs.push_back(z * 3.0 - w);
+  z = Tensor();
+  lazy::Plan p = fused_plan(outs, nullptr);
+  EXPECT_EQ(p.kernels.size(), 7u) << p.describe();
+  sync(outs);
+  for (int i = 0; i < 6; ++i) {
+    auto ov = outs[i].to_vector<float>();
+    ASSERT_EQ(ov.size(), static_cast<size_t>(3 + i));
+    for (int j = 0; j < 3 + i; ++j) EXPECT_FLOAT_EQ(ov[j], xv[i][j] * 3.f - yv[i][j]) << i << " " << j;
+  }
+  auto last = outs[6].to_vector<float>();
+  ASSERT_EQ(last.size(), 9u);
+  for (int j = 0; j < 9; ++j) EXPECT_FLOAT_EQ(last[j], zv[j] * 3.f - wv[j]) << j;
+}
+
 TEST(Fusion, FusedReductionsMatchDirectComputation) {
   const int64_t R = 37, C = 301;  // odd sizes: rows span tiles, tiles span rows
   Tensor x = data({R, C});

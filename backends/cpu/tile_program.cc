@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <limits>
 
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "backends/cpu/tile_program.h"
 
@@ -28,11 +31,48 @@ const int64_t kPrefetchTiles = std::max<int64_t>(0, settings().prefetch_tiles);
 const int64_t kStreamBytes = settings().stream_mb <= 0 ? std::numeric_limits<int64_t>::max()
                                                       : settings().stream_mb << 20;
 
+namespace {
+
+// The cores built so far, by form key (TileProgram::Core). Entries expire with the last
+// program of their form; the map is swept of them as it doubles.
+struct CoreCache {
+  std::mutex mu;
+  absl::flat_hash_map<std::string, std::weak_ptr<void>> by_key;
+  size_t swept_at = 64;
+};
+CoreCache& core_cache() {
+  static auto* c = new CoreCache();  // never destroyed: programs may outlive main
+  return *c;
+}
+
+}  // namespace
+
+TileProgram::Prepared TileProgram::prepare_form(const Plan& plan,
+                                                const std::vector<int32_t>& instrs,
+                                                const std::vector<int32_t>& materialize,
+                                                const ProgramOptions& opt) {
+  Prepared p;
+  p.form = std::make_shared<lazy::EwForm>(lazy::build_ew_form(plan, instrs, materialize, opt.reduce));
+  if (!p.form->error.empty()) return p;
+  jit::tile_kernel_key(*p.form, &p.key);
+  CoreCache& c = core_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.by_key.find(p.key);
+  if (it != c.by_key.end()) p.core = std::static_pointer_cast<Core>(it->second.lock());
+  return p;
+}
+
 TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
-                         const std::vector<int32_t>& materialize, const ProgramOptions& opt) {
+                         const std::vector<int32_t>& materialize, const ProgramOptions& opt)
+    : TileProgram(prepare_form(plan, instrs, materialize, opt), opt) {}
+
+TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
+    : core_(prep.core ? prep.core : std::make_shared<Core>()) {
   using FormKind = lazy::EwForm::StepKind;
-  auto form = std::make_shared<lazy::EwForm>(
-      lazy::build_ew_form(plan, instrs, materialize, opt.reduce));
+  // Builds the core unless a program of this form did (then only the slots are this
+  // program's own).
+  const bool build = prep.core == nullptr;
+  std::shared_ptr<lazy::EwForm> form = std::move(prep.form);
   shape_ = form->shape;
   n_ = numel(shape_);
   if (opt.reduce) red_ = *opt.reduce;
@@ -40,24 +80,28 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     error_ = "cpu backend: " + form->error;
     return;
   }
+  exts_.reserve(form->operands.size());
+  outs_.reserve(form->outputs.size());
+  size_t num_consts = 0;
+  for (const lazy::EwForm::Step& fs : form->steps) num_consts += fs.kind == FormKind::kScalar;
+  consts_.reserve(num_consts);
+  for (const lazy::EwForm::Output& o : form->outputs) outs_.push_back({o.slot, o.value});
+  if (!build) {
+    for (const lazy::EwForm::Step& fs : form->steps) {
+      if (fs.kind == FormKind::kScalar) consts_.push_back({fs.slot, fs.out});
+      if (fs.kind == FormKind::kLoad) exts_.push_back({fs.slot, form->values[fs.out], fs.out});
+    }
+  } else {
   // Every list sized once from the form (a wide program builds thousands of these).
   vals_.reserve(form->values.size());
   steps_.reserve(form->steps.size());
-  exts_.reserve(form->operands.size());
   load_steps_.reserve(form->operands.size());
-  outs_.reserve(form->outputs.size());
   out_def_.reserve(form->outputs.size());
   out_es_.reserve(form->outputs.size());
-  consts_.reserve(std::count_if(form->steps.begin(), form->steps.end(), [](const auto& fs) {
-    return fs.kind == FormKind::kScalar;
-  }));
   def_step_.assign(form->values.size(), -1);
   const_val_.assign(form->values.size(), 0);
   for (DType t : form->values) vals_.push_back({t});
-  for (const lazy::EwForm::Output& o : form->outputs) {
-    vals_[o.value].out = static_cast<int>(outs_.size());
-    outs_.push_back({o.slot, o.value});
-  }
+  for (size_t o = 0; o < outs_.size(); ++o) vals_[outs_[o].val].out = static_cast<int>(o);
   for (const lazy::EwForm::Step& fs : form->steps) {
     switch (fs.kind) {
       case FormKind::kScalar:
@@ -98,6 +142,7 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     }
   }
   sink_ = form->reduced;
+  }  // build
   form_ = std::move(form);
   // In-place candidates: operands dead after this program whose buffer an output may take
   // over. Safe only if every step reading the operand runs no later than the step that
@@ -120,6 +165,7 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
     for (size_t e = 0; e < exts_.size(); ++e)
       if (exts_[e].slot == d) donors_.push_back({static_cast<int>(e), last});
   }
+  if (build) {
   allocate_registers();
   for (size_t k = 0; k < steps_.size(); ++k)
     if (steps_[k].kind == Kind::kLoad) load_steps_.push_back(static_cast<int>(k));
@@ -136,22 +182,33 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
   }
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
   // One compile per form (its sizes aside): instances of a plan for new sizes share it.
-  if (error_.empty()) {
-    thread_local std::string key;  // capacity reused from program to program
-    jit::tile_kernel_key(*form_, &key);
-    jit_ = jit::shared_slot(key);
-  }
+  if (error_.empty()) core_->jit = jit::shared_slot(prep.key);
   for (const Out& o : outs_) {
     out_def_.push_back(def_step_[o.val]);
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
-    out_bytes_ += n_ * static_cast<int64_t>(out_es_.back());
   }
+  // Published for the next programs of this form (complete: it is not written again).
+  if (!prep.key.empty()) {
+    CoreCache& c = core_cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.by_key[prep.key] = core_;
+    if (c.by_key.size() >= 2 * c.swept_at) {
+      for (auto it = c.by_key.begin(); it != c.by_key.end();) {
+        if (it->second.expired()) c.by_key.erase(it++);
+        else ++it;
+      }
+      c.swept_at = std::max<size_t>(64, c.by_key.size());
+    }
+  }
+  }  // build
+  jit_ = core_->jit;
+  for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
 }
 
 // ---- dynamic shapes: the program at new sizes ----
 TileProgram::TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce)
     : core_(o.core_),  // shared: only the sizes below are this copy's own
-      form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), n_(numel(shape)),
+      exts_(o.exts_), consts_(o.consts_), outs_(o.outs_), donors_(o.donors_), form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), n_(numel(shape)),
       jit_(o.jit_), runs_(o.runs_.load(std::memory_order_relaxed)) {
   for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
 }

@@ -146,20 +146,19 @@ class TileProgram final : public ElementwiseProgram {
   bool is_const_val(int v) const { return v >= 0 && is_const(v); }
   bool is_const(int v) const { return v < static_cast<int>(const_val_.size()) && const_val_[v]; }
 
-  // What does not depend on the loop's sizes, built once and shared with the copies resized
-  // for other sizes (dynamic shapes: a plan instantiated for many sizes keeps one copy of it,
-  // which stays in cache while the sizes change from step to step). Immutable once built.
+  // What depends on neither the loop's sizes nor the plan's slots: the program of a form
+  // (values, steps, loops, registers). Built once per form and shared by every program of that
+  // form (a model's repeated blocks, an automatic flush's equal chain segments: thousands of
+  // programs, a handful of forms) and with the copies resized for other sizes (dynamic
+  // shapes: a plan instantiated for many sizes keeps one copy of it, which stays in cache
+  // while the sizes change from step to step). Immutable once built.
   struct Core {
     int sink = -1;                 // value reduced by red_
     std::vector<int> def_step;     // value -> defining step (-1: none)
     std::vector<char> const_val;   // value -> is a constant (a bound scalar)
     std::vector<int> out_def;      // per output: its defining step
     std::vector<size_t> out_es;    // per output: element size
-    std::vector<Donor> donors;
     std::vector<Val> vals;
-    std::vector<Ext> exts;
-    std::vector<Const> consts;
-    std::vector<Out> outs;
     std::vector<Step> steps;
     int num_regs = 0;
     std::vector<int> load_steps;   // the kLoad steps, in order
@@ -167,19 +166,26 @@ class TileProgram final : public ElementwiseProgram {
     int num_jit_regs = 0;
     int64_t compute_steps = 0;     // kOp and kConvert steps
     std::string error;
+    std::shared_ptr<jit::Slot> jit;  // the form's compile (jit::shared_slot)
   };
-  std::shared_ptr<Core> core_ = std::make_shared<Core>();
+  // The form of a program and its core, found before the program is built (tile_program.cc):
+  // `core` is null when no program of this form was built before (the constructor builds it).
+  struct Prepared {
+    std::shared_ptr<lazy::EwForm> form;
+    std::shared_ptr<Core> core;
+    std::string key;  // the form's key (jit::tile_kernel_key); empty for a form with an error
+  };
+  static Prepared prepare_form(const Plan& plan, const std::vector<int32_t>& instrs,
+                               const std::vector<int32_t>& materialize, const ProgramOptions& opt);
+  TileProgram(Prepared p, const ProgramOptions& opt);
+  std::shared_ptr<Core> core_;
   // The core's fields under their old names (the constructor fills them, the rest reads).
   int& sink_ = core_->sink;
   std::vector<int>& def_step_ = core_->def_step;
   std::vector<char>& const_val_ = core_->const_val;
   std::vector<int>& out_def_ = core_->out_def;
   std::vector<size_t>& out_es_ = core_->out_es;
-  std::vector<Donor>& donors_ = core_->donors;
   std::vector<Val>& vals_ = core_->vals;
-  std::vector<Ext>& exts_ = core_->exts;
-  std::vector<Const>& consts_ = core_->consts;
-  std::vector<Out>& outs_ = core_->outs;
   std::vector<Step>& steps_ = core_->steps;
   int& num_regs_ = core_->num_regs;
   std::vector<int>& load_steps_ = core_->load_steps;
@@ -188,6 +194,12 @@ class TileProgram final : public ElementwiseProgram {
   int& num_jit_regs_ = core_->num_jit_regs;
   int64_t& compute_steps_ = core_->compute_steps;
   std::string& error_ = core_->error;
+  // Per program: where its operands, scalars and outputs live in the plan (the same lists for
+  // every program of a form but for the slots), and which operands may be overwritten.
+  std::vector<Ext> exts_;
+  std::vector<Const> consts_;
+  std::vector<Out> outs_;
+  std::vector<Donor> donors_;
   // Per size.
   std::shared_ptr<const lazy::EwForm> form_;  // what the run-time compiler prints
   Shape shape_;
