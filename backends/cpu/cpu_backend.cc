@@ -509,16 +509,16 @@ class CpuExecutable final : public lazy::Executable {
                in.op != OpId::kAmin) ||
               x.kind == SlotKind::kScalar || x.shape.size() < 2)
             return -1;
-          ProgramOptions opt;
-          opt.reduce = &in;
-          auto prog = compile_elementwise(plan_, {}, {}, opt);
-          // The reduced dims must be the trailing ones (one contiguous stretch per output).
+          // The reduced dims must be the trailing ones (one contiguous stretch per output):
+          // checked before a program is built for it.
           const int64_t nd = static_cast<int64_t>(x.shape.size());
           std::vector<int64_t> dims(in.attrs->dims.begin(), in.attrs->dims.end());
           std::sort(dims.begin(), dims.end());
           for (size_t j = 0; j < dims.size(); ++j)
             if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return -1;
-          as_program[&st] = std::move(prog);
+          ProgramOptions opt;
+          opt.reduce = &in;
+          as_program[&st] = compile_elementwise(plan_, {}, {}, opt);
         }
         const ElementwiseProgram* prog = program_of(st);
         if (!prog || !prog->row_blockable()) return -1;
