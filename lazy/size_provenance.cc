@@ -13,7 +13,7 @@ namespace sloth::lazy {
 namespace {
 
 // Attempts that pin at the first node a shape rule rejects, before attempts pin at all of them.
-constexpr int kAttemptsOneByOne = 4;
+constexpr int kAttemptsOneByOne = 2;
 
 // An element is one size position: a dim of an input or node, an input's stride, a size
 // attribute. Its value is the real size; values <= 1 are literal (never joined, never moved).
