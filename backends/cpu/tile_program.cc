@@ -54,10 +54,14 @@ TileProgram::Prepared TileProgram::prepare_form(const Plan& plan,
   Prepared p;
   p.form = std::make_shared<lazy::EwForm>(lazy::build_ew_form(plan, instrs, materialize, opt.reduce));
   if (!p.form->error.empty()) return p;
-  jit::tile_kernel_key(*p.form, &p.key);
+  // The key is built in a buffer the thread reuses (it is read by the constructor this
+  // feeds, before the thread prepares another form).
+  thread_local std::string key;
+  jit::tile_kernel_key(*p.form, &key);
+  p.key = key;
   CoreCache& c = core_cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  auto it = c.by_key.find(p.key);
+  auto it = c.by_key.find(absl::string_view(p.key.data(), p.key.size()));
   if (it != c.by_key.end()) p.core = std::static_pointer_cast<Core>(it->second.lock());
   return p;
 }
@@ -191,7 +195,7 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
   if (!prep.key.empty()) {
     CoreCache& c = core_cache();
     std::lock_guard<std::mutex> lock(c.mu);
-    c.by_key[prep.key] = core_;
+    c.by_key[std::string(prep.key)] = core_;
     if (c.by_key.size() >= 2 * c.swept_at) {
       for (auto it = c.by_key.begin(); it != c.by_key.end();) {
         if (it->second.expired()) c.by_key.erase(it++);

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/ew_dispatch.h"
@@ -173,7 +174,7 @@ class TileProgram final : public ElementwiseProgram {
   struct Prepared {
     std::shared_ptr<lazy::EwForm> form;
     std::shared_ptr<Core> core;
-    std::string key;  // the form's key (jit::tile_kernel_key); empty for a form with an error
+    std::string_view key;  // the form's key (jit::tile_kernel_key); empty for a form with an error
   };
   static Prepared prepare_form(const Plan& plan, const std::vector<int32_t>& instrs,
                                const std::vector<int32_t>& materialize, const ProgramOptions& opt);
