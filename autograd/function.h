@@ -219,7 +219,7 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
   // attrs are kept only when the op has some (most recorded ops have none: no 168-byte copy).
   OpBackward(OpId op, const Attrs& attrs) : op_(op), name_op_(op) {
-    if (!attrs.is_default()) attrs_ = std::make_unique<Attrs>(attrs);
+    if (!attrs.is_default()) attrs_ = std::make_unique<NodeAttrs>(attrs);
   }
   // An op with default attrs (a binary operator with a number).
   explicit OpBackward(OpId op) : op_(op), name_op_(op) {}
@@ -240,7 +240,12 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   OpId op_;
   OpId name_op_;
   bool released_ = false;
-  std::unique_ptr<Attrs> attrs_;  // null: default attrs
+  // A node's own copy of non-default attrs (views, reductions, casts: a good part of a training
+  // step's nodes), from a per-thread pool instead of a malloc and free per node.
+  struct NodeAttrs final : Attrs, Pooled<NodeAttrs, size_t{1} << 12> {
+    explicit NodeAttrs(const Attrs& a) : Attrs(a) {}
+  };
+  std::unique_ptr<NodeAttrs> attrs_;  // null: default attrs
 };
 
 // The math the engine needs from the face (it never includes the face).

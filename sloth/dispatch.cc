@@ -79,6 +79,13 @@ inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType d
   info.device = device;
 }
 
+// n empty saved slots in a fresh node: emplaced one by one (absl's generic resize is an
+// out-of-line call of ~70 instructions for two).
+inline void add_saved_slots(autograd::OpBackward& fn, size_t n) {
+  if (n > 2) fn.saved_.reserve(n);
+  for (size_t i = 0; i < n; ++i) fn.saved_.emplace_back();
+}
+
 // The last step of attaching a backward node: the output's info, and `ri`'s history.
 // `owner` is held as the meta's pointer type from the start, so handing it over is a move (a
 // converting copy would be a locked increment and decrement, each waiting for the node's
@@ -132,7 +139,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
   // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
-  if (plan.value | plan.check) fn->saved_.resize(in.size());
+  if (plan.value | plan.check) add_saved_slots(*fn, in.size());
   for (size_t i = 0; i < in.size() && i < 32; ++i)
     if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
   if (plan.result_value || plan.result_check) {
@@ -146,7 +153,8 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
 // same node as for call_op(op, {t, wrap_scalar(v)}) (a wrapped number's input info, its value
 // saved unchecked where the formula reads it), without making and dropping that tensor.
 // `t` is a base tensor (no view: nothing to refresh).
-void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, const NodePtr& number,
+// `number` is handed over when the node saves it (no locked increment and decrement pair).
+void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& number,
                            int tensor_pos, Tensor& result) {
   if (op_info(op).grad != GradKind::Formula) return;
   TensorImpl& ri = *result.impl();
@@ -176,9 +184,9 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, const Node
   const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
   const uint32_t saved = plan.value | plan.check;
   if (saved) {
-    fn->saved_.resize(2);
+    add_saved_slots(*fn, 2);
     if (saved >> tensor_pos & 1) fn->saved_[tensor_pos].save(t.impl(), plan.check >> tensor_pos & 1);
-    if (saved >> number_pos & 1) fn->saved_[number_pos].save_number(number);
+    if (saved >> number_pos & 1) fn->saved_[number_pos].save_number(std::move(number));
   }
   if (plan.result_value || plan.result_check) {
     fn->result_.save(result.impl(), plan.result_check);
@@ -613,7 +621,7 @@ Tensor call_op_number(OpId op, const Tensor& t, const Scalar& v, bool number_fir
   OutputMeta& out = infer_out;
   throw_if_error(infer(op, metas, attrs, &out));
   ++lazy::counters().ops_traced;
-  const NodePtr number = lazy::Node::scalar_leaf(v.to<double>(), DType::kFloat64);
+  NodePtr number = lazy::Node::scalar_leaf(v.to<double>(), DType::kFloat64);
   lazy::Node* values[2];
   values[tensor_pos] = ti->group->value.get();
   values[1 - tensor_pos] = number.get();

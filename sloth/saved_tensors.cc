@@ -86,10 +86,6 @@ const PlanTable& plan_table() {
 
 }  // namespace
 
-bool save_plan_reads_operands(OpId op) {
-  return op == OpId::kMatmul || op == OpId::kMean || op == OpId::kLayerNorm || op == OpId::kSdpa;
-}
-
 SavePlan save_plan_with_number(OpId op, uint32_t needs, int number_pos) {
   SavePlan p = plan_table().plans[static_cast<int>(op)][needs & 7];
   // pow.Tensor_Scalar saves only self (see save_plan).
