@@ -70,10 +70,6 @@ AutogradMeta& ensure_meta(TensorImpl& t) {
   if (!t.autograd) t.autograd = std::make_unique<AutogradMeta>();
   return *static_cast<AutogradMeta*>(t.autograd.get());
 }
-bool requires_grad(const TensorImpl& t) {
-  auto* m = meta(t);
-  return m != nullptr && (m->requires_grad || m->grad_fn);
-}
 
 Edge gradient_edge(const TensorImplPtr& t) {
   auto* m = meta(*t);

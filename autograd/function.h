@@ -78,6 +78,12 @@ struct SavedVariable {
   Ref<struct LeafCell> leaf;
 
   void save(const TensorImplPtr& t, bool check);
+  // A C++ number that has no tensor (call_op_number): its Scalar leaf, kept as a wrapped
+  // number is (never checked, no group).
+  void save_number(lazy::NodePtr number) {
+    value = std::move(number);
+    wrapped = true;
+  }
   bool defined() const { return value != nullptr; }
   // A fresh tensor with the saved value whose gradient flows through `edge` (the saved
   // tensor's history at save time; a result is re-attached to its own node on unpack).
@@ -180,7 +186,11 @@ struct AutogradMeta final : lazy::AutogradMetaBase, Pooled<AutogradMeta> {
 
 AutogradMeta* meta(const TensorImpl& t);     // null if the tensor never had autograd state
 AutogradMeta& ensure_meta(TensorImpl& t);
-bool requires_grad(const TensorImpl& t);
+// Inline: recording with grad asks it per operand.
+inline bool requires_grad(const TensorImpl& t) {
+  auto* m = static_cast<const AutogradMeta*>(t.autograd.get());
+  return m != nullptr && (m->requires_grad || m->grad_fn);
+}
 // The edge through which a gradient for `t` flows (its grad_fn, or its AccumulateGrad).
 Edge gradient_edge(const TensorImplPtr& t);
 // The sequence number the next node will get (nodes made after it compare >=).
@@ -209,8 +219,10 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
   // attrs are kept only when the op has some (most recorded ops have none: no 168-byte copy).
   OpBackward(OpId op, const Attrs& attrs) : op_(op), name_op_(op) {
-    if (!attrs.is_default()) attrs_ = std::make_unique<Attrs>(attrs);
+    if (!attrs.is_default()) attrs_ = std::make_unique<NodeAttrs>(attrs);
   }
+  // An op with default attrs (a binary operator with a number).
+  explicit OpBackward(OpId op) : op_(op), name_op_(op) {}
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;
   std::string name() const override { return backward_name(name_op_); }
   void release_saved() override;
@@ -228,7 +240,12 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   OpId op_;
   OpId name_op_;
   bool released_ = false;
-  std::unique_ptr<Attrs> attrs_;  // null: default attrs
+  // A node's own copy of non-default attrs (views, reductions, casts: a good part of a training
+  // step's nodes), from a per-thread pool instead of a malloc and free per node.
+  struct NodeAttrs final : Attrs, Pooled<NodeAttrs, size_t{1} << 12> {
+    explicit NodeAttrs(const Attrs& a) : Attrs(a) {}
+  };
+  std::unique_ptr<NodeAttrs> attrs_;  // null: default attrs
 };
 
 // The math the engine needs from the face (it never includes the face).

@@ -70,15 +70,52 @@ inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
   for (int64_t d : src) dst.push_back(d);
 }
 
+// Filled in place: a pushed temporary would copy its inline shape twice.
+inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
+                           Device device) {
+  autograd::OutputInfo& info = fn.input_info_.emplace_back();
+  fill_info_shape(info.shape, shape);
+  info.dtype = dtype;
+  info.device = device;
+}
+
+// n empty saved slots in a fresh node: emplaced one by one (absl's generic resize is an
+// out-of-line call of ~70 instructions for two).
+inline void add_saved_slots(autograd::OpBackward& fn, size_t n) {
+  if (n > 2) fn.saved_.reserve(n);
+  for (size_t i = 0; i < n; ++i) fn.saved_.emplace_back();
+}
+
+// The last step of attaching a backward node: the output's info, and `ri`'s history.
+// `owner` is held as the meta's pointer type from the start, so handing it over is a move (a
+// converting copy would be a locked increment and decrement, each waiting for the node's
+// fresh stores).
+inline void finish_grad_fn(autograd::OpBackward& fn, autograd::GradFnPtr owner, TensorImpl& ri) {
+  autograd::OutputInfo& out = fn.outputs.emplace_back();
+  fill_info_shape(out.shape, ri.shape);
+  out.dtype = ri.dtype;
+  out.device = ri.group->device;
+  auto& m = autograd::ensure_meta(ri);
+  m.grad_fn = std::move(owner);
+  m.output_nr = 0;
+  m.requires_grad = true;
+}
+
 // attach_grad_fn past its first check (below).
 void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
                             Tensor& result) {
   if (!autograd::is_grad_enabled() || op_info(op).grad != GradKind::Formula) return;
   TensorImpl& ri = *result.impl();
-  if (!is_floating(ri.dtype) || !any_requires_grad(in)) return;
-  // Held as the meta's pointer type from the start, so handing it over is a move (a
-  // converting copy would be a locked increment and decrement, each waiting for the node's
-  // fresh stores).
+  if (!is_floating(ri.dtype)) return;
+  // Does any operand track grad? A view is asked through tracks_grad, which also regenerates
+  // its stale history (so the edges below see it); a base tensor tracks grad exactly when it
+  // requires it, read inline. Every view is refreshed, as PyTorch's per-input checks do.
+  bool any = false;
+  for (const auto& t : in) {
+    const TensorImpl& ti = *t.impl();
+    any |= ti.is_view() ? internal::tracks_grad(t) : autograd::requires_grad(ti);
+  }
+  if (!any) return;
   autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
   if (in.size() > 2) {  // both hold two inline
@@ -87,39 +124,74 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   }
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    const Tensor& t = in[i];
-    const TensorImpl& ti = *t.impl();
-    // A wrapped number (x * 2.0) never requires grad: no meta to look at.
+    const TensorImpl& ti = *in[i].impl();
+    // A wrapped number (x * 2.0) never requires grad: no meta to look at. Views were
+    // refreshed above: their edge is read directly.
     const bool differentiable =
         !ti.wrapped_number && is_floating(ti.dtype) && autograd::requires_grad(ti);
     if (differentiable) {
-      fn->next.push_back(internal::gradient_edge_of(t));
+      fn->next.push_back(autograd::gradient_edge(in[i].impl()));
       if (i < 32) needs |= 1u << i;
     } else {
       fn->next.emplace_back();
     }
-    // Filled in place: a pushed temporary would copy its inline shape twice.
-    autograd::OutputInfo& info = fn->input_info_.emplace_back();
-    fill_info_shape(info.shape, ti.shape);
-    info.dtype = ti.dtype;
-    info.device = ti.group->device;
+    add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
   // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
-  if (plan.value | plan.check) fn->saved_.resize(in.size());
+  if (plan.value | plan.check) add_saved_slots(*fn, in.size());
   for (size_t i = 0; i < in.size() && i < 32; ++i)
     if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
   if (plan.result_value || plan.result_check) {
     fn->result_.save(result.impl(), plan.result_check);
   }
-  autograd::OutputInfo& out = fn->outputs.emplace_back();
-  fill_info_shape(out.shape, ri.shape);
-  out.dtype = ri.dtype;
-  out.device = ri.group->device;
-  auto& m = autograd::ensure_meta(ri);
-  m.grad_fn = std::move(owner);
-  m.output_nr = 0;
-  m.requires_grad = true;
+  finish_grad_fn(*fn, std::move(owner), ri);
+}
+
+// attach_grad_fn for call_op_number's `t op v` (or `v op t`, the tensor at `tensor_pos`),
+// whose number entered the IR as the Scalar leaf `number` without a tensor of its own: the
+// same node as for call_op(op, {t, wrap_scalar(v)}) (a wrapped number's input info, its value
+// saved unchecked where the formula reads it), without making and dropping that tensor.
+// `t` is a base tensor (no view: nothing to refresh).
+// `number` is handed over when the node saves it (no locked increment and decrement pair).
+void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& number,
+                           int tensor_pos, Tensor& result) {
+  if (op_info(op).grad != GradKind::Formula) return;
+  TensorImpl& ri = *result.impl();
+  const TensorImpl& ti = *t.impl();
+  if (!is_floating(ri.dtype) || !autograd::requires_grad(ti)) return;
+  autograd::OpBackward* fn = new autograd::OpBackward(op);
+  autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
+  const int number_pos = 1 - tensor_pos;
+  const bool differentiable = !ti.wrapped_number && is_floating(ti.dtype);
+  uint32_t needs = 0;
+  for (int i = 0; i < 2; ++i) {
+    if (i == tensor_pos) {
+      if (differentiable) {
+        fn->next.push_back(autograd::gradient_edge(t.impl()));
+        needs |= 1u << i;
+      } else {
+        fn->next.emplace_back();
+      }
+      add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
+    } else {
+      fn->next.emplace_back();
+      autograd::OutputInfo& info = fn->input_info_.emplace_back();  // as wrap_scalar's: 0-dim
+      info.dtype = v.type();
+      info.device = Device::cpu();
+    }
+  }
+  const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
+  const uint32_t saved = plan.value | plan.check;
+  if (saved) {
+    add_saved_slots(*fn, 2);
+    if (saved >> tensor_pos & 1) fn->saved_[tensor_pos].save(t.impl(), plan.check >> tensor_pos & 1);
+    if (saved >> number_pos & 1) fn->saved_[number_pos].save_number(std::move(number));
+  }
+  if (plan.result_value || plan.result_check) {
+    fn->result_.save(result.impl(), plan.result_check);
+  }
+  finish_grad_fn(*fn, std::move(owner), ri);
 }
 
 // Attaches `op`'s backward to `result` when an operand requires grad. The node saves what
@@ -525,14 +597,17 @@ Tensor call_op_number(OpId op, const Tensor& t, const Scalar& v, bool number_fir
   const TensorImpl* ti = t.impl().get();
   const OpCategory category = op_info(op).category;
   // The number needs a tensor of its own (wrap_scalar) only where something may keep it
-  // beyond the node: a grad_fn that saves operands (autograd records here), a view or an
-  // in-place write, a decomposition. Otherwise (a base tensor that records no history: its
-  // value is its group's node, and attach_grad_fn would return at once) the number enters as
-  // exactly what call_op makes of wrap_scalar(v): a wrapped number of v's kind for inference,
-  // a float64 Scalar leaf in the IR. That saves a TensorImpl, an AliasGroup and their
-  // release per op (recording `s * 2.0` took ~1700 instructions, ~450 of them for these).
+  // beyond the node: a view or an in-place write, a decomposition, or a save plan that reads
+  // the operands themselves (matmul, mean, ...: never an operator with a number). Otherwise (a
+  // base tensor: its value is its group's node) the number enters as exactly what call_op
+  // makes of wrap_scalar(v): a wrapped number of v's kind for inference, a float64 Scalar leaf
+  // in the IR. That saves a TensorImpl, an AliasGroup and their release per op (recording
+  // `s * 2.0` took ~1700 instructions, ~450 of them for these). With autograd the backward node
+  // is attach_grad_fn_number's: the one call_op would make, the number's leaf saved where the
+  // formula reads it (x * 2.0's MulBackward0 needs only the number).
+  const bool grad = ti != nullptr && ti->autograd != nullptr && autograd::is_grad_enabled();
   if (ti == nullptr || ti->has_chain() || ti->is_view() ||
-      (ti->autograd != nullptr && autograd::is_grad_enabled()) ||
+      (grad && internal::save_plan_reads_operands(op)) ||
       category == OpCategory::Composite || category == OpCategory::View ||
       category == OpCategory::Inplace) {
     const Tensor w = wrap_scalar(v);
@@ -546,12 +621,13 @@ Tensor call_op_number(OpId op, const Tensor& t, const Scalar& v, bool number_fir
   OutputMeta& out = infer_out;
   throw_if_error(infer(op, metas, attrs, &out));
   ++lazy::counters().ops_traced;
-  const NodePtr number = lazy::Node::scalar_leaf(v.to<double>(), DType::kFloat64);
+  NodePtr number = lazy::Node::scalar_leaf(v.to<double>(), DType::kFloat64);
   lazy::Node* values[2];
   values[tensor_pos] = ti->group->value.get();
   values[1 - tensor_pos] = number.get();
   Tensor result(TensorImpl::make(lazy::Node::make(op, out.shape, out.dtype, attrs, values),
                                  ti->group->device));
+  if (grad) attach_grad_fn_number(op, t, v, number, tensor_pos, result);
   lazy::maybe_auto_flush();
   return result;
 }

@@ -1,5 +1,7 @@
 #include "sloth/saved_tensors.h"
 
+#include <array>
+
 #include "autograd/function.h"
 #include "core/op_attrs.h"
 #include "sloth/view_autograd.h"
@@ -48,9 +50,11 @@ uint32_t matmul_copied(absl::Span<const Tensor> in) {
 
 }  // namespace
 
-SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs) {
+namespace {
+
+// The table's facts (core/ops.def `.saves`) for one op and one set of needing inputs.
+SavePlan table_plan(OpId op, uint32_t needs) {
   SavePlan p;
-  // The table's facts (core/ops.def `.saves`)...
   auto value = [](Save s) { return s == Save::Value || s == Save::Both; };
   auto check = [](Save s) { return s == Save::Check || s == Save::Both; };
   const SavedSet& saves = op_info(op).facts.saves;
@@ -62,6 +66,39 @@ SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uin
   }
   p.result_value = value(saves.result);
   p.result_check = check(saves.result);
+  return p;
+}
+
+// table_plan for every op and every `needs` of operands 0..2 (the only ones a ⟨b⟩ condition
+// names: SavedSet has three args), made once: recording with grad asks it per op.
+struct PlanTable {
+  std::array<std::array<SavePlan, 8>, kNumOps> plans;
+  PlanTable() {
+    for (int op = 0; op < kNumOps; ++op)
+      for (uint32_t needs = 0; needs < 8; ++needs)
+        plans[op][needs] = table_plan(static_cast<OpId>(op), needs);
+  }
+};
+const PlanTable& plan_table() {
+  static const PlanTable t;
+  return t;
+}
+
+}  // namespace
+
+SavePlan save_plan_with_number(OpId op, uint32_t needs, int number_pos) {
+  SavePlan p = plan_table().plans[static_cast<int>(op)][needs & 7];
+  // pow.Tensor_Scalar saves only self (see save_plan).
+  if (op == OpId::kPow && number_pos == 1) {
+    p.check &= ~bit(1);
+    p.result_check = false;
+  }
+  return p;
+}
+
+SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs) {
+  // The table's facts...
+  SavePlan p = plan_table().plans[static_cast<int>(op)][needs & 7];
   // ...and what depends on more than the op.
   switch (op) {
     case OpId::kPow:

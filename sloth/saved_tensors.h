@@ -24,6 +24,13 @@ struct SavePlan {
 
 // `needs` bit i: input i requires grad (PyTorch's ⟨b⟩ conditions depend on it).
 SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs);
+// save_plan for a binary op with default attrs whose operand `number_pos` is a C++ number that
+// has no tensor (call_op_number). Not for the ops save_plan_reads_operands() names.
+SavePlan save_plan_with_number(OpId op, uint32_t needs, int number_pos);
+// save_plan reads the operands' tensors (shapes, strides, count) or attrs for `op`.
+inline bool save_plan_reads_operands(OpId op) {
+  return op == OpId::kMatmul || op == OpId::kMean || op == OpId::kLayerNorm || op == OpId::kSdpa;
+}
 
 // After a composite op ran: puts PyTorch's saved set for it (inputs and result, checks only)
 // on the node of `result`, when that node was made by this call (sequence_nr >= first_seq),

@@ -454,5 +454,107 @@ TEST(CreateGraph, ExplicitRetainFalseFreesTheGraph) {
   EXPECT_FALSE(x.grad().defined());  // nothing changed
 }
 
+// ---- a tensor and a C++ number ---------------------------------------------------------------
+// `x op number` with x requiring grad records its node without a tensor for the number
+// (sloth/dispatch.cc call_op_number): the node must be the one call_op makes with a wrapped
+// number. Values by hand: d(s*x)/dx = s, d(s/x)/dx = -s/x^2, d2(s/x)/dx2 = 2s/x^3.
+
+TEST(NumberOperand, GradientsAndNodeNames) {
+  struct Case {
+    const char* what;
+    std::function<Tensor(const Tensor&)> f;
+    const char* name;
+    D grad;  // at x = [0.5, -2]
+  };
+  const std::vector<Case> cases = {
+      {"x * 3.0", [](const Tensor& x) { return x * 3.0; }, "MulBackward0", {3, 3}},
+      {"3.0 * x", [](const Tensor& x) { return 3.0 * x; }, "MulBackward0", {3, 3}},
+      {"x * 3", [](const Tensor& x) { return x * 3; }, "MulBackward0", {3, 3}},
+      {"x / 4.0", [](const Tensor& x) { return x / 4.0; }, "DivBackward0", {0.25, 0.25}},
+      {"2.0 / x", [](const Tensor& x) { return 2.0 / x; }, "DivBackward0", {-8, -0.5}},
+      {"x + 2", [](const Tensor& x) { return x + 2; }, "AddBackward0", {1, 1}},
+      {"x - 1.5", [](const Tensor& x) { return x - 1.5; }, "SubBackward0", {1, 1}},
+      {"1.5 - x", [](const Tensor& x) { return 1.5 - x; }, "SubBackward0", {-1, -1}},
+  };
+  for (const auto& c : cases) {
+    Tensor x = leaf({0.5, -2});
+    Tensor y = c.f(x);
+    EXPECT_EQ(y.dtype(), kFloat64) << c.what;
+    EXPECT_EQ(y.grad_fn_name(), c.name) << c.what;
+    y.sum().backward();
+    EXPECT_EQ(v(x.grad()), c.grad) << c.what;
+  }
+  // A float32 tensor stays float32 (a number never widens it), and so does its gradient.
+  Tensor x32 = tensor({0.5, -2}, {2}, TensorOptions().dtype(kFloat32).requires_grad());
+  Tensor y32 = x32 * 2.5;
+  EXPECT_EQ(y32.dtype(), kFloat32);
+  y32.sum().backward();
+  EXPECT_EQ(x32.grad().dtype(), kFloat32);
+  EXPECT_EQ(v(x32.grad()), (D{2.5, 2.5}));
+}
+
+TEST(NumberOperand, DoubleBackward) {
+  Tensor x = leaf({0.5, -2});
+  auto g = autograd::grad({(2.0 / x).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_EQ(v(g[0]), (D{-8, -0.5}));
+  g[0].sum().backward();
+  EXPECT_EQ(v(x.grad()), (D{32, -0.5}));  // 4 / x^3
+  Tensor z = leaf({0.5, -2});
+  auto h = autograd::grad({(z * z * 3.0).sum()}, {z}, {}, std::nullopt, true);
+  EXPECT_EQ(v(h[0]), (D{3, -12}));  // 6z
+  h[0].sum().backward();
+  EXPECT_EQ(v(z.grad()), (D{6, 6}));
+}
+
+TEST(NumberOperand, RetainGraphAndSavedVersions) {
+  // x * s saves no tensor (PyTorch keeps s as a Scalar): a second backward is fine.
+  Tensor x = leaf({0.5, -2});
+  Tensor y = (x * 3.0).sum();
+  y.backward();
+  y.backward();
+  EXPECT_EQ(v(x.grad()), (D{6, 6}));
+  // s / x saves x: a second backward without retain_graph fails...
+  Tensor w = leaf({0.5, -2});
+  Tensor r = (2.0 / w).sum();
+  r.backward();
+  std::string e = error_of([&] { r.backward(); });
+  EXPECT_NE(e.find("backward through the graph a second time"), std::string::npos) << e;
+  // ...and so does a write to x after the op; a write to the operand of x * s does not.
+  Tensor h = leaf({0.5, -2}) * 1.0;
+  Tensor q = 2.0 / h, p = h * 3.0;
+  touch(h);
+  e = error_of([&] { q.sum().backward(); });
+  EXPECT_NE(e.find("modified by an inplace operation: [double [2]], which is output 0 of "
+                   "MulBackward0, is at version 1; expected version 0 instead"),
+            std::string::npos)
+      << e;
+  Tensor base = leaf({0.5, -2});
+  Tensor h2 = base * 1.0;
+  Tensor p2 = h2 * 3.0;
+  touch(h2);
+  p2.sum().backward();
+  EXPECT_EQ(v(base.grad()), (D{3, 3}));
+}
+
+TEST(NumberOperand, NoHistoryWithoutGrad) {
+  Tensor x = leaf({0.5, -2});
+  {
+    NoGradGuard ng;
+    Tensor y = x * 3.0;
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.grad_fn_name(), "");
+  }
+  Tensor d = x.detach() * 3.0;
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(v(d), (D{1.5, -6}));
+  // A plain tensor that once had autograd state (requires_grad_(false)) records none either.
+  Tensor p = plain({1, 2});
+  p.requires_grad_();
+  p.requires_grad_(false);
+  Tensor q = p * 2.0;
+  EXPECT_FALSE(q.requires_grad());
+  EXPECT_EQ(v(q), (D{2, 4}));
+}
+
 }  // namespace
 }  // namespace sloth
