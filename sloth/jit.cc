@@ -583,7 +583,6 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
   }
   r.in_buf.resize(r.inputs.size());
   r.out_buf.reserve(r.outputs.size());
-  bool donating = false;
   // Pass 1: everything but whole state tensors (a view of a state tensor bound here keeps
   // its storage referenced, so pass 2 will not donate it).
   for (size_t i = 0; i < r.inputs.size(); ++i) {
@@ -591,8 +590,13 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     DeviceData& d = r.in_buf[i];
     switch (b.kind) {
       case InKind::kArg: {
-        NodePtr v = args[b.arg]->impl()->value();
-        lazy::assign_data(d, *v->data);
+        TensorImpl& t = *args[b.arg]->impl();
+        if (!t.has_chain()) {  // a base tensor: its group's value, no node reference taken
+          lazy::assign_data(d, *t.group->value->data);
+        } else {
+          NodePtr v = t.value();
+          lazy::assign_data(d, *v->data);
+        }
         break;
       }
       case InKind::kArgView:
@@ -645,15 +649,17 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
       lazy::assign_dims(d.layout.strides, src.layout.strides);
       d.layout.offset = src.layout.offset;
       d.dtype = src.dtype;
-      donating = true;
     } else {
       lazy::assign_data(r.in_buf[i], src);
     }
   }
+  // The executable always takes the bound references over (run_donating moves them into its
+  // slot table instead of copying each and dropping both copies: two locked reference-count
+  // operations fewer per input). Only buffers nothing else references may be written in
+  // place, and those are the state buffers moved above (only for plans that cannot fail
+  // half-way): every other binding shares its buffer with a tensor, a view or the record.
   lazy::RunStats st;
-  absl::Status s = donating
-                       ? r.exe->run_donating(absl::MakeSpan(r.in_buf), r.scalars, &r.out_buf, &st)
-                       : r.exe->run(r.in_buf, r.scalars, &r.out_buf, &st);
+  absl::Status s = r.exe->run_donating(absl::MakeSpan(r.in_buf), r.scalars, &r.out_buf, &st);
   for (auto& x : r.in_buf) x.storage.reset();
   if (!s.ok()) throw Error(std::string(s.message()));
   auto& c = lazy::counters();

@@ -142,6 +142,38 @@ TEST(Jit, BroadcastStridedAndScalarOperands) {
   });
 }
 
+// Operands repeating along the loop (a bias broadcast over rows) whose period divides the
+// tile: the compiled loop loads them once per chunk when the chunk starts at a multiple of
+// the period. Rows of 16..256 over many tiles with a partial last one, a 3-D loop (coalesced
+// to rows), and loops split over threads at chunk starts on and off a row boundary; rows of
+// 48 (not a divisor of the tile) keep the per-tile load.
+TEST(Jit, RowBroadcastOperandsLoadedOncePerChunk) {
+  for (int64_t cols : {16, 48, 64, 256}) {
+    Tensor a = data({37, cols}), bias = data({cols}), c = data({37, 1});
+    expect_same([&] {
+      Tensor y = relu(a + bias) * bias - c;
+      return std::vector<Tensor>{y, y * bias + 1.0};
+    });
+    // And against the float64 reference, element by element.
+    jit::set_mode(jit::Mode::kSync);
+    Tensor y = relu(a + bias) * bias - c;
+    sync({y});
+    jit::set_mode(jit::Mode::kOff);
+    const auto va = a.to_vector<float>(), vb = bias.to_vector<float>(), vc = c.to_vector<float>();
+    const auto vy = y.to_vector<float>();
+    for (int64_t i = 0; i < 37 * cols; ++i) {
+      const double want = std::max<double>(double(va[i]) + vb[i % cols], 0.0) * vb[i % cols] - vc[i / cols];
+      ASSERT_NEAR(vy[i], want, 1e-5) << cols << " columns, element " << i;
+    }
+  }
+  Tensor x3 = data({5, 7, 32}), b3 = data({32});
+  expect_same([&] { return std::vector<Tensor>{x3 * b3 + b3}; });
+  for (int64_t rows : {300, 257}) {  // >= 32K elements: split over the pool
+    Tensor big = data({rows, 128}), bb = data({128});
+    expect_same([&] { return std::vector<Tensor>{big * bb - bb / 3.0}; });
+  }
+}
+
 // ---- replay: one-element operands ----
 // A 0-dim float64 tensor (an optimizer's learning rate) broadcast over a float32 loop of many
 // tiles, and a [1, 1] one: the compiled loop reads them from a register filled once per chunk.

@@ -56,7 +56,10 @@ TEST(SmallGemm, MatchesFloat64ReferenceForEveryTransposeAndSize) {
       {31, 31, 31}, {2, 200, 17}, {200, 2, 17},
       // x @ W^T with n, k multiples of 16 (W transposed, blocks of 4 rows x 64 columns): row
       // tails of 1-3, last column panels of 16 and 48
-      {6, 48, 16}, {9, 80, 48}, {4, 16, 16}, {3, 128, 32}};
+      {6, 48, 16}, {9, 80, 48}, {4, 16, 16}, {3, 128, 32},
+      // x @ W^T with W's row stride fixed at compile time (16..64): with pad 3, k below it
+      // and not a multiple of 16, a second block of 4 rows
+      {16, 32, 29}, {20, 64, 61}, {16, 16, 13}, {2, 48, 45}};
   for (const Case& cs : cases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)

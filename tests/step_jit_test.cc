@@ -354,6 +354,29 @@ TEST(StepJit, ReadOnlyStateKeepsItsData) {
   EXPECT_EQ(step.stats().replays, 4) << step.stats().to_string();
 }
 
+// A replay hands every binding to the executable as its own (run_donating), so an operand
+// whose buffer only the argument tensor holds looks one reference away from dead to the
+// run. The argument and the read-only state must still keep their data: the elementwise
+// result may not be written over them, call after call with a fresh argument each time.
+TEST(StepJit, ReplayNeverWritesOverArgumentsOrReadOnlyState) {
+  manual_seed(8);
+  Tensor w = randn({64});
+  mark_step();
+  const std::vector<float> vw = w.to_vector<float>();
+  auto step = jit([&](const Tensor& a) { return a * w + 1.0; });
+  for (int i = 0; i < 6; ++i) {
+    Tensor x = randn({64});
+    mark_step();
+    const std::vector<float> vx = x.to_vector<float>();
+    const std::vector<float> got = step(x).to_vector<float>();
+    ASSERT_EQ(x.to_vector<float>(), vx) << "call " << i;
+    ASSERT_EQ(w.to_vector<float>(), vw) << "call " << i;
+    for (int k = 0; k < 64; ++k)
+      ASSERT_NEAR(got[k], vx[k] * vw[k] + 1.0f, 1e-6) << "call " << i << " element " << k;
+  }
+  EXPECT_EQ(step.stats().replays, 4) << step.stats().to_string();
+}
+
 // ---- replay run path: operand binding per layout ----
 // A CPU executable binds its programs' operands once per layout of its inputs (the slot
 // layouts of a run follow from them) and then only patches data pointers. A step replayed

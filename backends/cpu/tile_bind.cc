@@ -129,6 +129,12 @@ void TileProgram::rebind(Env& env, Bind& b) const {
     x.src_size = dtype_size(data[e]->dtype);
     const bool splat = std::all_of(b.st[e].begin(), b.st[e].end(), [](int64_t s) { return s == 0; });
     x.splat = splat && !x.linear;
+    const size_t nd = b.geo.size();
+    x.period = 0;
+    if (!splat && !x.linear && nd >= 2 && b.geo[nd - 1] > 0 && kTile % b.geo[nd - 1] == 0 &&
+        std::all_of(b.st[e].begin(), b.st[e].begin() + static_cast<ptrdiff_t>(nd - 1),
+                    [](int64_t s) { return s == 0; }))
+      x.period = b.geo[nd - 1];
     x.load = splat ? tile::splat_for(data[e]->dtype, exts_[e].dtype)
                    : tile::load_for(data[e]->dtype, exts_[e].dtype);
     x.conv = ew::conv_for(data[e]->dtype, exts_[e].dtype);

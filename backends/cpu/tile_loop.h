@@ -57,11 +57,16 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
   const Bound* bound = b.bound.data();
   // The compiled loop gives every loaded operand its own register and only reads it: an
   // operand broadcast from one element (a learning rate) is filled once per chunk, not per
-  // tile.
+  // tile, and so is one repeating with a period that divides kTile (a bias broadcast over
+  // rows) when the chunk starts at a multiple of it: every tile then starts at one too
+  // (kTile apart) and holds a prefix of the same elements.
+  auto once = [begin](const Bound& x) {
+    return x.splat || (x.period > 0 && begin % x.period == 0);
+  };
   if (jit != nullptr)
     for (int k : load_steps_) {
       const Bound& x = bound[steps_[k].ext];
-      if (x.splat) x.load(x.args, begin, fill_n, ptrs[steps_[k].out]);
+      if (once(x)) x.load(x.args, begin, fill_n, ptrs[steps_[k].out]);
     }
   char* const* outp = b.outp.data();
   const size_t nouts = outs_.size();
@@ -93,7 +98,7 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
     };
     if (jit != nullptr) {  // loads as interpreted, then every computing step in one loop
       for (int k : load_steps_)
-        if (!bound[steps_[k].ext].splat) load(steps_[k]);
+        if (!once(bound[steps_[k].ext])) load(steps_[k]);
       jit(ptrs, n);
     } else {
       for (const Step& s : steps_) {

@@ -92,6 +92,10 @@ class TileProgram final : public ElementwiseProgram {
     tile::LoadArgs args;
     bool linear = false, direct = false;
     bool splat = false;  // one element broadcast over the loop (every stride 0)
+    // > 0: the operand repeats with this period along the loop (every stride but the
+    // innermost dim's is 0: a bias broadcast over rows) and kTile is a multiple of it, so
+    // every tile starting at a multiple of it holds the same elements.
+    int64_t period = 0;
     size_t src_size = 0;
     tile::LoadFn load = nullptr;
     ew::ConvFn conv = nullptr;
