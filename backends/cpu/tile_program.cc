@@ -73,9 +73,6 @@ TileProgram::TileProgram(const Plan& plan, const std::vector<int32_t>& instrs,
 TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
     : core_(prep.core ? prep.core : std::make_shared<Core>()) {
   using FormKind = lazy::EwForm::StepKind;
-  // Builds the core unless a program of this form did (then only the slots are this
-  // program's own).
-  const bool build = prep.core == nullptr;
   std::shared_ptr<lazy::EwForm> form = std::move(prep.form);
   shape_ = form->shape;
   n_ = numel(shape_);
@@ -84,69 +81,17 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
     error_ = "cpu backend: " + form->error;
     return;
   }
+  // This program's own lists: the plan slots its loads, scalars and outputs name (in the
+  // form's order, which the core's indices follow).
   exts_.reserve(form->operands.size());
   outs_.reserve(form->outputs.size());
-  size_t num_consts = 0;
-  for (const lazy::EwForm::Step& fs : form->steps) num_consts += fs.kind == FormKind::kScalar;
-  consts_.reserve(num_consts);
-  for (const lazy::EwForm::Output& o : form->outputs) outs_.push_back({o.slot, o.value});
-  if (!build) {
-    for (const lazy::EwForm::Step& fs : form->steps) {
-      if (fs.kind == FormKind::kScalar) consts_.push_back({fs.slot, fs.out});
-      if (fs.kind == FormKind::kLoad) exts_.push_back({fs.slot, form->values[fs.out], fs.out});
-    }
-  } else {
-  // Every list sized once from the form (a wide program builds thousands of these).
-  vals_.reserve(form->values.size());
-  steps_.reserve(form->steps.size());
-  load_steps_.reserve(form->operands.size());
-  out_def_.reserve(form->outputs.size());
-  out_es_.reserve(form->outputs.size());
-  def_step_.assign(form->values.size(), -1);
-  const_val_.assign(form->values.size(), 0);
-  for (DType t : form->values) vals_.push_back({t});
-  for (size_t o = 0; o < outs_.size(); ++o) vals_[outs_[o].val].out = static_cast<int>(o);
   for (const lazy::EwForm::Step& fs : form->steps) {
-    switch (fs.kind) {
-      case FormKind::kScalar:
-        consts_.push_back({fs.slot, fs.out});
-        const_val_[fs.out] = 1;
-        break;
-      case FormKind::kLoad: {
-        exts_.push_back({fs.slot, form->values[fs.out], fs.out});
-        Step ls{Kind::kLoad, fs.out};
-        ls.ext = static_cast<int>(exts_.size()) - 1;
-        steps_.push_back(ls);
-        break;
-      }
-      case FormKind::kConvert: {
-        Step cs{Kind::kConvert, fs.out};
-        cs.in[0] = fs.in[0];
-        cs.conv = ew::conv_for(form->values[fs.in[0]], form->values[fs.out]);
-        steps_.push_back(cs);
-        break;
-      }
-      case FormKind::kOp: {
-        Step st{Kind::kOp, fs.out};
-        std::copy(std::begin(fs.in), std::end(fs.in), st.in);
-        const DType a0 = fs.in[0] >= 0 ? form->values[fs.in[0]] : fs.compute;
-        ew::Mode mode = ew::Mode::kVec;
-        // A binary op with one scalar operand reads the scalar once (no tile of copies).
-        if (op_category(fs.op) == OpCategory::Binary && st.in[0] != st.in[1]) {
-          if (is_const_val(st.in[1]) && !is_const_val(st.in[0])) mode = ew::Mode::kVS;
-          else if (is_const_val(st.in[0]) && !is_const_val(st.in[1])) mode = ew::Mode::kSV;
-        }
-        st.fn = ew::op_fn(fs.op, fs.compute, mode, a0);
-        if (!st.fn && error_.empty())
-          error_ = absl::StrFormat("cpu backend: %s has no loop", op_name(fs.op));
-        steps_.push_back(st);
-        def_step_[st.out] = static_cast<int>(steps_.size()) - 1;
-        break;
-      }
-    }
+    if (fs.kind == FormKind::kScalar) consts_.push_back({fs.slot, fs.out});
+    if (fs.kind == FormKind::kLoad) exts_.push_back({fs.slot, form->values[fs.out], fs.out});
   }
-  sink_ = form->reduced;
-  }  // build
+  for (const lazy::EwForm::Output& o : form->outputs) outs_.push_back({o.slot, o.value});
+  // The core, unless a program of this form built it.
+  if (prep.core == nullptr) build_core(*form, prep.key);
   form_ = std::move(form);
   // In-place candidates: operands dead after this program whose buffer an output may take
   // over. Safe only if every step reading the operand runs no later than the step that
@@ -169,7 +114,63 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
     for (size_t e = 0; e < exts_.size(); ++e)
       if (exts_[e].slot == d) donors_.push_back({static_cast<int>(e), last});
   }
-  if (build) {
+  jit_ = core_->jit;
+  for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
+}
+
+// The core of `form`'s programs (the first program of the form runs this; its slot lists are
+// filled), then published under `key` for the next ones.
+void TileProgram::build_core(const lazy::EwForm& form, std::string_view key) {
+  using FormKind = lazy::EwForm::StepKind;
+  // Every list sized once from the form (a wide program builds thousands of these).
+  vals_.reserve(form.values.size());
+  steps_.reserve(form.steps.size());
+  load_steps_.reserve(form.operands.size());
+  out_def_.reserve(form.outputs.size());
+  out_es_.reserve(form.outputs.size());
+  def_step_.assign(form.values.size(), -1);
+  const_val_.assign(form.values.size(), 0);
+  for (DType t : form.values) vals_.push_back({t});
+  for (size_t o = 0; o < outs_.size(); ++o) vals_[outs_[o].val].out = static_cast<int>(o);
+  int loads = 0;
+  for (const lazy::EwForm::Step& fs : form.steps) {
+    switch (fs.kind) {
+      case FormKind::kScalar:
+        const_val_[fs.out] = 1;
+        break;
+      case FormKind::kLoad: {
+        Step ls{Kind::kLoad, fs.out};
+        ls.ext = loads++;  // exts_ lists the loads in this order
+        steps_.push_back(ls);
+        break;
+      }
+      case FormKind::kConvert: {
+        Step cs{Kind::kConvert, fs.out};
+        cs.in[0] = fs.in[0];
+        cs.conv = ew::conv_for(form.values[fs.in[0]], form.values[fs.out]);
+        steps_.push_back(cs);
+        break;
+      }
+      case FormKind::kOp: {
+        Step st{Kind::kOp, fs.out};
+        std::copy(std::begin(fs.in), std::end(fs.in), st.in);
+        const DType a0 = fs.in[0] >= 0 ? form.values[fs.in[0]] : fs.compute;
+        ew::Mode mode = ew::Mode::kVec;
+        // A binary op with one scalar operand reads the scalar once (no tile of copies).
+        if (op_category(fs.op) == OpCategory::Binary && st.in[0] != st.in[1]) {
+          if (is_const_val(st.in[1]) && !is_const_val(st.in[0])) mode = ew::Mode::kVS;
+          else if (is_const_val(st.in[0]) && !is_const_val(st.in[1])) mode = ew::Mode::kSV;
+        }
+        st.fn = ew::op_fn(fs.op, fs.compute, mode, a0);
+        if (!st.fn && error_.empty())
+          error_ = absl::StrFormat("cpu backend: %s has no loop", op_name(fs.op));
+        steps_.push_back(st);
+        def_step_[st.out] = static_cast<int>(steps_.size()) - 1;
+        break;
+      }
+    }
+  }
+  sink_ = form.reduced;
   allocate_registers();
   for (size_t k = 0; k < steps_.size(); ++k)
     if (steps_[k].kind == Kind::kLoad) load_steps_.push_back(static_cast<int>(k));
@@ -186,16 +187,16 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
   }
   for (int k : load_steps_) jit_regs_[steps_[k].out] = num_jit_regs_++;
   // One compile per form (its sizes aside): instances of a plan for new sizes share it.
-  if (error_.empty()) core_->jit = jit::shared_slot(prep.key);
+  if (error_.empty()) core_->jit = jit::shared_slot(key);
   for (const Out& o : outs_) {
     out_def_.push_back(def_step_[o.val]);
     out_es_.push_back(dtype_size(vals_[o.val].dtype));
   }
   // Published for the next programs of this form (complete: it is not written again).
-  if (!prep.key.empty()) {
+  if (!key.empty()) {
     CoreCache& c = core_cache();
     std::lock_guard<std::mutex> lock(c.mu);
-    c.by_key[std::string(prep.key)] = core_;
+    c.by_key[std::string(key)] = core_;
     if (c.by_key.size() >= 2 * c.swept_at) {
       for (auto it = c.by_key.begin(); it != c.by_key.end();) {
         if (it->second.expired()) c.by_key.erase(it++);
@@ -204,15 +205,13 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
       c.swept_at = std::max<size_t>(64, c.by_key.size());
     }
   }
-  }  // build
-  jit_ = core_->jit;
-  for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
 }
 
 // ---- dynamic shapes: the program at new sizes ----
 TileProgram::TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce)
     : core_(o.core_),  // shared: only the sizes below are this copy's own
-      exts_(o.exts_), consts_(o.consts_), outs_(o.outs_), donors_(o.donors_), form_(o.form_), shape_(shape), red_(reduce ? *reduce : o.red_), n_(numel(shape)),
+      exts_(o.exts_), consts_(o.consts_), outs_(o.outs_), donors_(o.donors_), form_(o.form_),
+      shape_(shape), red_(reduce ? *reduce : o.red_), n_(numel(shape)),
       jit_(o.jit_), runs_(o.runs_.load(std::memory_order_relaxed)) {
   for (size_t es : out_es_) out_bytes_ += n_ * static_cast<int64_t>(es);
 }

@@ -142,6 +142,8 @@ class TileProgram final : public ElementwiseProgram {
   // tile_loop.h
   template <typename SinkF>
   void run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* sink, TileFn jit) const;
+  // tile_program.cc
+  void build_core(const lazy::EwForm& form, std::string_view key);
   // tile_registers.cc
   void allocate_registers();
   // tile_jit.cc
