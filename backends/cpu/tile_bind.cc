@@ -14,8 +14,12 @@ namespace sloth::cpu {
 // reduction's output allocated: everything a run needs before its loops.
 absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
   const int64_t n = n_;
-  b.donated.assign(exts_.size(), 0);
-  b.donor_ptr.assign(exts_.size(), nullptr);
+  // Cleared only after a run that donated (most runs of most programs do not).
+  if (b.donated.size() != exts_.size() || b.any_donated) {
+    b.donated.assign(exts_.size(), 0);
+    b.donor_ptr.assign(exts_.size(), nullptr);
+    b.any_donated = false;
+  }
   b.outp.resize(outs_.size());
   // Which operands may give their buffer to which output depends on the layouts only (dtype,
   // shape, contiguity) but for the reference counts: under the same layout generation the
@@ -51,6 +55,7 @@ absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
       DeviceData& x = env.vals[slot];
       if (!x.storage || x.storage->use_count() != 1) continue;
       b.donated[d.ext] = 1;
+      b.any_donated = true;
       // The operand is dead after this kernel (its slot is released at the kernel's end):
       // its buffer moves to the output slot (no reference count taken and dropped), and
       // every load of the operand reads it through donor_ptr.

@@ -14,12 +14,18 @@ constexpr int64_t kJitMinWork = int64_t{1} << 18;  // elements x computing steps
 
 // The compiled form of the program once it is ready (nullptr: interpret).
 TileProgram::TileFn TileProgram::jit_fn(int64_t n) const {
-  if (!jit_ || compute_steps_ == 0 || jit::mode() == jit::Mode::kOff) return nullptr;
+  if (!jit_ || compute_steps_ == 0) return nullptr;
   void* f = jit_->fn.load(std::memory_order_acquire);
-  if (f == nullptr && !jit_->requested.load(std::memory_order_relaxed)) {
+  if (f != nullptr) return jit::mode() == jit::Mode::kOff ? nullptr : reinterpret_cast<TileFn>(f);
+  const jit::Mode mode = jit::mode();
+  if (mode == jit::Mode::kOff) return nullptr;
+  // Too little work per run to ever be compiled here (n is fixed per program): no count kept,
+  // so a replayed step's tiny programs do no locked increment per run. make_hot() and other
+  // programs of the same form may still have the form compiled (checked above).
+  if (mode != jit::Mode::kSync && n * compute_steps_ < kJitMinWork) return nullptr;
+  if (!jit_->requested.load(std::memory_order_relaxed)) {
     const int64_t runs = runs_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (jit::mode() == jit::Mode::kSync ||
-        (runs >= kJitMinRuns && n * compute_steps_ >= kJitMinWork)) {
+    if (mode == jit::Mode::kSync || runs >= kJitMinRuns) {
       request_jit();
       f = jit_->fn.load(std::memory_order_acquire);
     }

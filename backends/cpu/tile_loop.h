@@ -50,9 +50,11 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
   for (size_t v = 0; v < vals_.size(); ++v)
     ptrs[v] = reg_of[v] >= 0 ? regs + reg_of[v] * kRegStride : nullptr;
   const int64_t fill_n = std::min(kTile, end - begin);
+  // The compiled loop reads a constant's first element only (ew_codegen.cc); the interpreter
+  // and the reduction sink read whole tiles.
   for (size_t c = 0; c < consts_.size(); ++c) {
-    const Val& v = vals_[consts_[c].val];
-    tile::fill(ptrs[consts_[c].val], v.dtype, b.cv[c], fill_n);
+    const int v = consts_[c].val;
+    tile::fill(ptrs[v], vals_[v].dtype, b.cv[c], jit != nullptr && v != sink_ ? 1 : fill_n);
   }
   const Bound* bound = b.bound.data();
   // The compiled loop gives every loaded operand its own register and only reads it: an

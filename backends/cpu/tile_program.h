@@ -115,6 +115,7 @@ class TileProgram final : public ElementwiseProgram {
     std::vector<double> cv;
     std::vector<char*> outp;
     std::vector<char> donated;
+    bool any_donated = false;      // some entry of donated / donor_ptr is set
     std::vector<char*> donor_ptr;  // per operand: its data when its buffer was donated
     // Donation candidates under layout generation cand_gen (prepare): for output o, indices
     // into donors_ cand[cand_begin[o] .. cand_begin[o + 1]).

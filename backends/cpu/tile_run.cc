@@ -1,7 +1,7 @@
 // Whole runs of a tile program (split over threads when large) and row-blocked runs
 // (cpu_backend.cc runs several programs block by block over the same rows).
 #include <algorithm>
-#include <optional>
+#include <memory>
 
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/tile_loop.h"
@@ -15,8 +15,8 @@ absl::Status TileProgram::run(Env& env) const {
   // the run holding its executable's run state (Env::exclusive) uses it: no other run can
   // use this program meanwhile, so no flag is swapped. A concurrent run of the executable
   // binds into a local copy.
-  std::optional<Bind> local;
-  if (!env.exclusive) local.emplace();
+  std::unique_ptr<Bind> local;  // not constructed on the common (exclusive) path
+  if (!env.exclusive) local = std::make_unique<Bind>();
   Bind& b = env.exclusive ? bind_ : *local;
   SLOTH_RETURN_IF_ERROR(prepare(env, b));
   const int64_t n = n_;
