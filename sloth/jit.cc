@@ -246,7 +246,9 @@ struct Core::Impl {
   void observe(const Graph& g, const std::shared_ptr<Executable>& exe, bool fallible, Device device);
   void classify_outputs(const std::vector<Ref<AliasGroup>>& pending,
                         const std::vector<Tensor>& returned);
-  bool replay(Record& r, absl::Span<const Tensor* const> args, std::vector<Tensor>* outs);
+  // held_pending: some held group's value is still to be computed.
+  bool replay(Record& r, absl::Span<const Tensor* const> args, std::vector<Tensor>* outs,
+              bool held_pending);
 };
 
 namespace {
@@ -550,22 +552,27 @@ bool Core::try_replay(absl::Span<const Tensor* const> args, std::vector<Tensor>*
     m.note("the plan cache was cleared");
     return false;
   }
-  for (const auto& h : r.held)
+  // One pass over the held groups: their reference counts, and whether a value the step
+  // reads is still to be computed.
+  bool pending = false;
+  for (const auto& h : r.held) {
     if (h.group->use_count() - h.group->jit_holds != h.others) {
       m.note("a tensor the step reads or writes was dropped, replaced or newly aliased since "
              "the last call (e.g. a .grad cleared outside the step)");
       r.armed = false;
       return false;
     }
-  return m.replay(r, args, outs);
+    pending |= !h.group->value->materialized();
+  }
+  return m.replay(r, args, outs, pending);
 }
 
-bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::vector<Tensor>* outs) {
+bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::vector<Tensor>* outs,
+                        bool held_pending) {
   // Pending work the step reads (an argument still to compute, a parameter changed by hand)
   // runs first, as a traced call would do.
-  bool pending = false;
+  bool pending = held_pending;
   for (const Tensor* a : args) pending |= a->impl()->pending();
-  for (const auto& h : r.held) pending |= !h.group->value->materialized();
   if (pending) lazy::mark_step();
   // Host values and effects, in trace order.
   for (const Action& a : r.actions) {

@@ -176,5 +176,52 @@ TEST(ReplayRun, LayoutChangeRecomputesDonationCandidates) {
   }
 }
 
+// A view step replayed: z = permute(x) * 2 with x bound at a different offset into a larger
+// buffer on some runs (same shape and strides, so the same layout generation) and transposed
+// on others (a new generation). The view's cached output layout must follow the offset, and a
+// generation change must recompute it; every run's values are checked.
+TEST(ReplayRun, ViewStepsFollowOffsetsAndLayoutChanges) {
+  constexpr int64_t R = 4, C = 8, n = R * C;
+  Builder b;
+  const int x = b.input(DType::kFloat32, {R, C});
+  const int two = b.scalar(DType::kFloat32);
+  Attrs perm;
+  perm.dims = {1, 0};
+  const int y = b.op(OpId::kPermute, {x}, perm);
+  const int z = b.op(OpId::kMul, {y, two});
+  b.kernel({y}, {y});
+  b.p.kernels.back().kind = KernelKind::kView;
+  b.kernel({z}, {z});
+  b.p.outputs = {z};
+  b.p.free_after.assign(b.p.kernels.size(), {});
+  std::unique_ptr<Executable> exe = backend_for(Device::cpu())->compile(b.p);
+  std::vector<DeviceData> out;
+  for (int run = 0; run < 8; ++run) {
+    const std::vector<float> xv = seq(n, 1.0f + 3.0f * static_cast<float>(run), 0.5f);
+    DeviceData in;
+    if (run % 4 == 3) {
+      in = transposed(R, C, xv);  // x's strides change: a new layout generation
+    } else {
+      // x at offset `off` into a buffer of 3n floats (offset 0 on the first runs).
+      const int64_t off = run < 2 ? 0 : (run % 2 == 0 ? 5 : 17);
+      std::vector<float> buf(3 * n, -100.0f);
+      for (int64_t i = 0; i < n; ++i) buf[off + i] = xv[i];
+      in = make({3 * n}, buf);
+      in.layout.shape = {R, C};
+      in.layout.strides = {C, 1};
+      in.layout.offset = off;
+    }
+    std::vector<DeviceData> ins = {in};
+    RunStats st;
+    ASSERT_TRUE(exe->run(ins, {2.0}, &out, &st).ok());
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].layout.shape, (Shape{C, R}));
+    const std::vector<float> zv = values<float>(out[0]);
+    for (int64_t j = 0; j < C; ++j)
+      for (int64_t i = 0; i < R; ++i)
+        ASSERT_EQ(zv[j * R + i], 2.0f * xv[i * C + j]) << "run " << run << " at " << j << "," << i;
+  }
+}
+
 }  // namespace
 }  // namespace sloth::lazy

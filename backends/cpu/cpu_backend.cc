@@ -49,6 +49,10 @@ struct Step {
   std::shared_ptr<const StepIO> io;
   // kView: the layouts of the last run (valid while the input layout repeats).
   mutable bool view_cached = false;
+  // Env::layout_gen of the exclusive run that last wrote view_out into the output slot: a
+  // later run of the same generation finds that layout there (the slot has no other writer)
+  // and only binds the storage.
+  mutable uint64_t view_gen = 0;
   mutable DType view_in_dtype = DType::kFloat32;
   mutable Layout view_in, view_out;
   // The profiler's description (backends/cpu/profile_info.h), made on the first profiled run.
@@ -406,17 +410,26 @@ class CpuExecutable final : public lazy::Executable {
   // computes it (run_structural), later ones copy it (no view lowering, no allocation).
   absl::Status view_step(Env& env, const Step& st, const Instr& in) {
     const DeviceData& x = env.get(in.in[0]);
-    if (st.view_cached && x.dtype == st.view_in_dtype && x.layout.offset == st.view_in.offset &&
-        lazy::same_dims(x.layout.shape, st.view_in.shape) &&
-        lazy::same_dims(x.layout.strides, st.view_in.strides)) {
+    if (st.view_cached && x.layout.offset == st.view_in.offset) {
       DeviceData& o = env.vals[in.out];
-      o.storage = x.storage;
-      lazy::assign_dims(o.layout.shape, st.view_out.shape);
-      lazy::assign_dims(o.layout.strides, st.view_out.strides);
-      o.layout.offset = st.view_out.offset;
-      o.dtype = x.dtype;
-      return absl::OkStatus();
+      // Same layout generation: every layout of this run is the one of the run that set
+      // view_gen (the input's dtype, shape and strides too; its offset is checked above).
+      if (env.layout_gen != 0 && st.view_gen == env.layout_gen) {
+        o.storage = x.storage;
+        return absl::OkStatus();
+      }
+      if (x.dtype == st.view_in_dtype && lazy::same_dims(x.layout.shape, st.view_in.shape) &&
+          lazy::same_dims(x.layout.strides, st.view_in.strides)) {
+        o.storage = x.storage;
+        lazy::assign_dims(o.layout.shape, st.view_out.shape);
+        lazy::assign_dims(o.layout.strides, st.view_out.strides);
+        o.layout.offset = st.view_out.offset;
+        o.dtype = x.dtype;
+        st.view_gen = env.layout_gen;
+        return absl::OkStatus();
+      }
     }
+    st.view_gen = 0;
     SLOTH_RETURN_IF_ERROR(run_structural(env, in));
     const DeviceData& o = env.vals[in.out];
     if (o.storage == x.storage && o.dtype == x.dtype) {  // a true view, not a copy
@@ -424,6 +437,7 @@ class CpuExecutable final : public lazy::Executable {
       st.view_in = x.layout;
       st.view_in_dtype = x.dtype;
       st.view_out = o.layout;
+      st.view_gen = env.layout_gen;
     } else {
       st.view_cached = false;
     }
