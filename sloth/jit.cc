@@ -60,7 +60,11 @@ struct InputBind {
   int32_t arg = -1;            // kArg/kArgView
   AliasGroup* group = nullptr;  // kState/kStateView (kept alive by Record::held)
   Layout layout;       // the layout the plan reads
-  Layout base_layout;  // kArgView/kStateView/kState: the layout of the data it reads from
+  Layout base_layout;  // kStateView/kState: the layout of the data it reads from
+  // kArgView: the argument's own offset in its storage when traced. The input reads the
+  // argument's elements at layout.offset - arg_offset past wherever the argument starts (a
+  // batch taken with narrow() from one dataset tensor starts elsewhere in each call).
+  int64_t arg_offset = 0;
   DeviceData data;           // kConst: the data; kHostValue: the jit's own buffer
   int32_t action = -1;       // kHostValue: its action
   // kState: the step gives the tensor a new value (a parameter, a momentum buffer), so its
@@ -86,6 +90,26 @@ struct ArgSig {
   int32_t shares = -1;
   bool operator==(const ArgSig&) const = default;
 };
+
+// Whether the elements `x` addresses lie within the span of `a`'s (same storage assumed): true
+// for every view of `a`. A layout inside the span but off a's grid (the other columns of a
+// strided batch) also passes; difference() then catches it when the argument moved between
+// the two traces (its offset relative to the argument changes).
+bool within(const Layout& x, const Layout& a) {
+  auto span = [](const Layout& l) {
+    int64_t lo = l.offset, hi = l.offset;
+    for (size_t d = 0; d < l.shape.size(); ++d) {
+      if (l.shape[d] == 0) return std::pair<int64_t, int64_t>{l.offset, l.offset - 1};  // empty
+      const int64_t ext = (l.shape[d] - 1) * l.strides[d];
+      (ext < 0 ? lo : hi) += ext;
+    }
+    return std::pair<int64_t, int64_t>{lo, hi};
+  };
+  const auto [xl, xh] = span(x);
+  if (xh < xl) return true;  // reads nothing
+  const auto [al, ah] = span(a);
+  return al <= xl && xh <= ah;
+}
 
 const Storage* storage_of(const Tensor& t) {
   const NodePtr& v = t.impl()->base_value();
@@ -175,6 +199,11 @@ std::string difference(const Record& a, const Record& b) {
     else if (x.group != y.group) what = "is a different tensor than in the previous trace";
     else if (x.action != y.action) what = "is another host value";
     else if (x.rewritten != y.rewritten) what = "is written by one trace and not the other";
+    else if (x.kind == InKind::kArgView &&
+             (x.layout.offset - x.arg_offset != y.layout.offset - y.arg_offset ||
+              !lazy::same_dims(x.layout.shape, y.layout.shape) ||
+              !lazy::same_dims(x.layout.strides, y.layout.strides)))
+      what = "reads another part of its argument (it does not move with the argument)";
     else if (x.kind == InKind::kConst && !same_bytes(x.data, y.data))
       what = absl::StrFormat(
           "(shape %s) holds different values: a number computed on the host that changes from "
@@ -222,7 +251,7 @@ struct Core::Impl {
     Layout layout;
   };
   absl::flat_hash_map<const Storage*, EntryData> entry_storage;
-  std::vector<Layout> arg_base_layout;
+  std::vector<Layout> arg_layout;  // each argument's layout in its storage when traced
   absl::flat_hash_map<Node*, int32_t> arg_node;
   absl::flat_hash_map<const Storage*, int32_t> arg_storage;
   std::vector<NodePtr> held_nodes;  // keeps entry nodes from being recycled while tracing
@@ -241,7 +270,7 @@ struct Core::Impl {
     held_nodes.clear();
     roots.clear();
     arg_groups.clear();
-    arg_base_layout.clear();
+    arg_layout.clear();
   }
   void observe(const Graph& g, const std::shared_ptr<Executable>& exe, bool fallible, Device device);
   void classify_outputs(const std::vector<Ref<AliasGroup>>& pending,
@@ -285,7 +314,16 @@ void Core::Impl::observe(const Graph& g, const std::shared_ptr<Executable>& exe,
     } else if (auto as = arg_storage.find(st); as != arg_storage.end()) {
       b.kind = InKind::kArgView;
       b.arg = as->second;
-      b.base_layout = arg_base_layout[as->second];
+      const Layout& a = arg_layout[as->second];
+      b.arg_offset = a.offset;
+      // Bound relative to the argument at replay: only sound for elements of the argument
+      // (views of it). Another view of the same storage (the dataset tensor the batch was
+      // cut from, read whole) does not move with the argument.
+      if (!within(b.layout, a))
+        r.problem = absl::StrFormat(
+            "graph input %d reads the storage of argument %d outside that argument (a view of "
+            "the tensor the argument was cut from); pass that tensor as an argument of its own",
+            i, b.arg);
     } else if (auto es = entry_storage.find(st); es != entry_storage.end()) {
       b.kind = InKind::kStateView;
       b.group = r.hold(es->second.group);
@@ -424,7 +462,7 @@ bool Core::begin_trace(absl::Span<const Tensor* const> args) {
   for (size_t k = 0; k < args.size(); ++k) {
     NodePtr v = args[k]->impl()->value();
     m.arg_groups.push_back(args[k]->impl()->group);
-    m.arg_base_layout.push_back(args[k]->impl()->base_value()->data->layout);
+    m.arg_layout.push_back(v->data->layout);
     m.arg_storage.emplace(v->data->storage.get(), static_cast<int32_t>(k));
     m.arg_node.emplace(v.get(), static_cast<int32_t>(k));
     m.held_nodes.push_back(std::move(v));
@@ -606,10 +644,26 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
         }
         break;
       }
-      case InKind::kArgView:
+      case InKind::kArgView: {
+        // The argument's current elements, at the input's offset within the argument.
+        TensorImpl& t = *args[b.arg]->impl();
+        NodePtr v;
+        const DeviceData* a = nullptr;
+        if (!t.has_chain()) {
+          a = &*t.group->value->data;
+        } else {
+          v = t.value();
+          a = &*v->data;
+        }
+        d.storage = a->storage;
+        lazy::assign_dims(d.layout.shape, b.layout.shape);
+        lazy::assign_dims(d.layout.strides, b.layout.strides);
+        d.layout.offset = b.layout.offset - b.arg_offset + a->layout.offset;
+        d.dtype = a->dtype;
+        break;
+      }
       case InKind::kStateView: {
-        NodePtr v = b.kind == InKind::kArgView ? args[b.arg]->impl()->base_value() : b.group->value;
-        const DeviceData& base = *v->data;
+        const DeviceData& base = *b.group->value->data;
         if (!lazy::same_dims(base.layout.shape, b.base_layout.shape) ||
             !lazy::same_dims(base.layout.strides, b.base_layout.strides)) {
           note("the layout of a tensor the step reads through a view changed");
