@@ -12,6 +12,7 @@
 #include "lazy/tensor_impl.h"
 #include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
+#include "sloth/jit.h"
 #include "sloth/ops.h"
 
 namespace sloth {
@@ -61,15 +62,34 @@ Shape resolve_shape(const char* op, Shape shape, int64_t n) {
   return *s;
 }
 
+// Seeds are data: only the low 52 bits survive the trip through a double.
+double seed_bits(uint64_t seed) { return static_cast<double>(seed & ((uint64_t{1} << 52) - 1)); }
+
 Tensor random_op(OpId op, const Shape& shape, DType dtype, Attrs a) {
   a.dims.assign(shape.begin(), shape.end());
   a.dtype = dtype;
   RngState& r = rng();
-  // Seeds are data: only the low 52 bits survive the trip through a double.
-  Tensor t = call_op(op, {wrap_scalar(static_cast<double>(r.seed & ((1ull << 52) - 1))),
-                          wrap_scalar(static_cast<double>(r.offset))},
-                     a);
-  r.offset += static_cast<uint64_t>(numel(shape));
+  const uint64_t n = static_cast<uint64_t>(numel(shape));
+  Tensor t;
+  if (jit_recording()) {
+    // Under sloth::jit a replayed step draws new numbers as a traced call does (dropout's
+    // mask changes every step): seed and offset enter as host values that each replay reads
+    // again, in trace order, advancing the offset as this call does. (As plan scalars they
+    // would differ between traces, and the step would never replay.)
+    Tensor seed = tensor(seed_bits(r.seed), TensorOptions(kFloat64));
+    Tensor offset = tensor(static_cast<double>(r.offset), TensorOptions(kFloat64));
+    jit_host_value(seed, [] { return seed_bits(rng().seed); });
+    jit_host_value(offset, [n] {
+      RngState& g = rng();
+      const double at = static_cast<double>(g.offset);
+      g.offset += n;
+      return at;
+    });
+    t = call_op(op, {seed, offset}, a);
+  } else {
+    t = call_op(op, {wrap_scalar(seed_bits(r.seed)), wrap_scalar(static_cast<double>(r.offset))}, a);
+  }
+  r.offset += n;
   return t;
 }
 

@@ -423,6 +423,31 @@ TEST(StepJit, FixedPartOfTheBatchesTensorIsNotMovedWithTheBatch) {
   EXPECT_NE(step.stats().last_reason, "") << step.stats().to_string();
 }
 
+// Dropout inside a jitted step: each replay draws the next numbers of the generator, as the
+// same loop without jit does call after call (so the two loops agree step for step), and the
+// step replays (the generator's offset is a host value, not a scalar that changes per trace).
+TEST(StepJit, RandomOpsDrawNewNumbersOnReplay) {
+  Data d = make_data(12, 8, 9);
+  using R = TrainRun<optim::SGD, optim::SGDOptions>;
+  const optim::SGDOptions o{.lr = 0.05, .momentum = 0.9};
+  auto body = [](R& run, const Tensor& x, const Tensor& y) {
+    return run.body(dropout(x, 0.3, /*train=*/true), y);
+  };
+  std::vector<double> want;
+  R ref(o);  // seeds the generator (TrainRun::init)
+  for (int i = 0; i < 12; ++i) want.push_back(body(ref, d.x[i], d.y[i]).item());
+  const double next_after_ref = rand({1}).item();
+  R jr(o);  // the same seed again
+  auto step = jit([&](const Tensor& x, const Tensor& y) { return body(jr, x, y); });
+  for (int i = 0; i < 12; ++i)
+    ASSERT_NEAR(step(d.x[i], d.y[i]).item(), want[i], 1e-6) << "step " << i << ": " << step.stats().to_string();
+  EXPECT_EQ(step.stats().replays, 9) << step.stats().to_string();
+  expect_close(ref.model->parameters(), jr.model->parameters(), 1e-6, "parameters");
+  // Replays advanced the generator as traced calls do: the next number drawn outside the
+  // step is the same after both loops.
+  EXPECT_EQ(rand({1}).item(), next_after_ref);
+}
+
 // ---- replay run path: operand binding per layout ----
 // A CPU executable binds its programs' operands once per layout of its inputs (the slot
 // layouts of a run follow from them) and then only patches data pointers. A step replayed
