@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/error.h"
@@ -253,7 +254,8 @@ struct Core::Impl {
   absl::flat_hash_map<const Storage*, EntryData> entry_storage;
   std::vector<Layout> arg_layout;  // each argument's layout in its storage when traced
   absl::flat_hash_map<Node*, int32_t> arg_node;
-  absl::flat_hash_map<const Storage*, int32_t> arg_storage;
+  // The arguments over each storage (two batches cut from one dataset tensor share one).
+  absl::flat_hash_map<const Storage*, absl::InlinedVector<int32_t, 2>> arg_storage;
   std::vector<NodePtr> held_nodes;  // keeps entry nodes from being recycled while tracing
   std::vector<NodePtr> roots;
   std::vector<Ref<AliasGroup>> arg_groups;
@@ -313,17 +315,22 @@ void Core::Impl::observe(const Graph& g, const std::shared_ptr<Executable>& exe,
       b.base_layout = n->data->layout;
     } else if (auto as = arg_storage.find(st); as != arg_storage.end()) {
       b.kind = InKind::kArgView;
-      b.arg = as->second;
-      const Layout& a = arg_layout[as->second];
-      b.arg_offset = a.offset;
-      // Bound relative to the argument at replay: only sound for elements of the argument
-      // (views of it). Another view of the same storage (the dataset tensor the batch was
-      // cut from, read whole) does not move with the argument.
-      if (!within(b.layout, a))
+      // Bound relative to an argument at replay: the one whose elements it reads (a view of
+      // it). Another view of the same storage (the dataset tensor the batch was cut from,
+      // read whole) does not move with any argument.
+      for (int32_t k : as->second)
+        if (within(b.layout, arg_layout[k])) {
+          b.arg = k;
+          break;
+        }
+      if (b.arg < 0) {
+        b.arg = as->second.front();
         r.problem = absl::StrFormat(
             "graph input %d reads the storage of argument %d outside that argument (a view of "
             "the tensor the argument was cut from); pass that tensor as an argument of its own",
             i, b.arg);
+      }
+      b.arg_offset = arg_layout[b.arg].offset;
     } else if (auto es = entry_storage.find(st); es != entry_storage.end()) {
       b.kind = InKind::kStateView;
       b.group = r.hold(es->second.group);
@@ -463,7 +470,7 @@ bool Core::begin_trace(absl::Span<const Tensor* const> args) {
     NodePtr v = args[k]->impl()->value();
     m.arg_groups.push_back(args[k]->impl()->group);
     m.arg_layout.push_back(v->data->layout);
-    m.arg_storage.emplace(v->data->storage.get(), static_cast<int32_t>(k));
+    m.arg_storage[v->data->storage.get()].push_back(static_cast<int32_t>(k));
     m.arg_node.emplace(v.get(), static_cast<int32_t>(k));
     m.held_nodes.push_back(std::move(v));
   }

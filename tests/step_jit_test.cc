@@ -401,6 +401,25 @@ TEST(StepJit, BatchesCutFromOneDatasetTensor) {
   expect_close(grads(ref.model), grads(jr.model), 1e-6, "gradients");
 }
 
+// Two arguments cut from one tensor, whose distance changes after the step is armed: each
+// graph input that views one of them is bound to that one, wherever each starts.
+TEST(StepJit, TwoArgumentsCutFromOneTensorMoveApart) {
+  manual_seed(1);
+  Tensor X = randn({64, 4});
+  mark_step();
+  auto f = [](const Tensor& a, const Tensor& b) {
+    return (matmul(a.t(), b) + matmul(b.t(), a) * 2.0).sum();
+  };
+  auto step = jit(f);
+  for (int i = 0; i < 12; ++i) {
+    const int64_t s1 = (i % 5) * 4, s2 = i < 6 ? s1 + 8 : (i * 7) % 40;
+    Tensor a = X.narrow(0, s1, 8), b = X.narrow(0, s2, 8);
+    const double want = f(a, b).item();
+    ASSERT_NEAR(step(a, b).item(), want, 1e-4) << "call " << i << ": " << step.stats().to_string();
+  }
+  EXPECT_EQ(step.stats().replays, 10) << step.stats().to_string();
+}
+
 // A step that reads its batch and, beside it, a fixed part of the tensor the batch was cut
 // from: both share one storage, but only the batch moves from call to call. The fixed part
 // must not be bound relative to the batch: such a step traces every call (with the reason)
