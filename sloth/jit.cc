@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "core/error.h"
 #include "lazy/backend.h"

@@ -38,14 +38,19 @@
 // trace time: branches on data or on flags (module train()/eval(): jit the training and
 // the evaluation step as two functions), and side effects (counters, prints) happen only
 // in traced calls. Numbers the step passes into the graph are checked instead: if they
-// change between traces, the step traces every call (see above). The standard optimizers are jit-aware: their learning rate
-// (set_lr, schedulers) and Adam's bias corrections are read again at every replay, and
-// their step counts advance. Random ops in the step (dropout, rand, randn, randint) draw new
-// numbers at every replay, the same ones the step draws without jit (the generator's offset
-// advances per replay as per traced call). Outputs of a replayed call carry no autograd history. Tensors
-// the step creates and keeps (e.g. each parameter's .grad) are the same tensor objects from
-// replay to replay, refilled with each step's values (a copy kept from an earlier step sees
-// the new values: clone() it to keep it); returned tensors are fresh each call.
+// change between traces, the step traces every call (see above). The standard optimizers
+// are jit-aware: their learning rate (set_lr, schedulers) and Adam's bias corrections are
+// read again at every replay, and their step counts advance. Random ops in the step
+// (dropout, rand, randn, randint) draw new numbers at every replay, the same ones the step
+// draws without jit (the generator's offset advances per replay as per traced call).
+// Arguments may be views cut from a larger tensor (X.narrow(0, i * b, b)): a replay reads
+// each call's batch where it starts. A step that also reads that larger tensor itself must
+// take it as an argument too (read beside the batch from a capture, it is taken for part of
+// the batch when it lies inside it). Outputs of a replayed call carry no autograd history.
+// Tensors the step creates and keeps (e.g. each parameter's .grad) are the same tensor
+// objects from replay to replay, refilled with each step's values (a copy kept from an
+// earlier step sees the new values: clone() it to keep it); returned tensors are fresh each
+// call.
 #pragma once
 
 #include <array>
