@@ -33,8 +33,20 @@ class AccumulateGrad final : public GradFn {
         TensorImplPtr r = h(g);
         if (r) g = r;
       }
-    if (!accumulate_with_graph) g = grad_math().detach(g);
-    m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+    if (accumulate_with_graph) {
+      // create_graph: the sum keeps its history, so it is a new tensor (as PyTorch).
+      m.grad = m.grad ? grad_math().add(m.grad, g) : g;
+    } else if (!m.grad) {
+      // The first gradient: a tensor of its own (a new alias group over the gradient's
+      // value), never an alias of the incoming one, which may be a caller's tensor
+      // (y.backward(gout) with y a leaf): later accumulation writes into it.
+      m.grad = lazy::TensorImpl::make(g->value(), leaf_->group->device);
+    } else {
+      // In place, as PyTorch's AccumulateGrad (variable_grad += new_grad without
+      // create_graph): .grad stays the same tensor object, and whoever holds it (or a view
+      // of it) sees the sum.
+      m.grad->write(grad_math().add(m.grad, g)->value());
+    }
     // By index: a hook may touch the leaf's meta (set_grad), not its hook list.
     if (m.extras)
       for (size_t i = 0; i < m.extras->post_accumulate_hooks.size(); ++i)

@@ -556,5 +556,56 @@ TEST(NumberOperand, NoHistoryWithoutGrad) {
   EXPECT_EQ(v(q), (D{2, 4}));
 }
 
+// ---- .grad accumulates in place (PyTorch's AccumulateGrad without create_graph) ------------
+// Values checked on torch 1.13: after (w*2).sum().backward(), g = w.grad, (w*3).sum().backward():
+// g is w.grad and holds 5s; a view of .grad sees the next backward's sum (version 1); a leaf's
+// y.backward(gout) twice gives 2*gout and leaves gout unchanged.
+TEST(GradAccumulation, GradIsTheSameTensorAndAccumulatesInPlace) {
+  Tensor w = leaf({1, 1, 1});
+  (w * 2.0).sum().backward();
+  Tensor g = w.grad();
+  (w * 3.0).sum().backward();
+  EXPECT_EQ(g.impl(), w.grad().impl());
+  EXPECT_EQ(v(g), (D{5, 5, 5}));
+  EXPECT_FALSE(g.requires_grad());
+  // zero_grad(false) zeroes that same tensor, and the next backward fills it again.
+  optim::SGD opt({w}, {.lr = 0.1});
+  opt.zero_grad(/*set_to_none=*/false);
+  (w * 4.0).sum().backward();
+  EXPECT_EQ(v(g), (D{4, 4, 4}));
+}
+
+TEST(GradAccumulation, AViewOfGradSeesTheSum) {
+  Tensor w = leaf({1, 1, 1, 1}, {2, 2});
+  (w * 2.0).sum().backward();
+  Tensor flat = w.grad().view({4});
+  const int64_t before = w.grad().version();
+  (w * w).sum().backward();
+  EXPECT_EQ(v(flat), (D{4, 4, 4, 4}));
+  EXPECT_EQ(w.grad().version(), before + 1);
+}
+
+TEST(GradAccumulation, AccumulatingNeverWritesIntoTheIncomingGradient) {
+  // y is a leaf: its first .grad is made from gout itself, which must stay the caller's.
+  Tensor y = leaf({0, 0, 0});
+  Tensor gout = plain({1, 2, 3});
+  y.backward(gout);
+  y.backward(gout);
+  EXPECT_EQ(v(y.grad()), (D{2, 4, 6}));
+  EXPECT_EQ(v(gout), (D{1, 2, 3}));
+}
+
+TEST(GradAccumulation, CreateGraphMakesANewTensorWithHistory) {
+  // With create_graph the sum keeps its history: .grad is a new tensor (PyTorch too).
+  Tensor w = leaf({2, 3});
+  (w * w).sum().backward({}, /*retain_graph=*/true, /*create_graph=*/true);
+  Tensor g1 = w.grad();
+  (w * w).sum().backward({}, true, true);
+  EXPECT_NE(g1.impl(), w.grad().impl());
+  EXPECT_EQ(v(g1), (D{4, 6}));
+  EXPECT_EQ(v(w.grad()), (D{8, 12}));
+  EXPECT_TRUE(w.grad().requires_grad());
+}
+
 }  // namespace
 }  // namespace sloth
