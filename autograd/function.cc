@@ -161,6 +161,31 @@ void SavedVariable::check(const GradFn* producer, int output_nr) const {
        scalar_type_name(value->dtype), shape_str(value->shape), from, group->version, version);
 }
 
+OutputInfo& InputInfos::add_stored() {
+  push(kStored);
+  return stored_mut().infos.emplace_back();
+}
+
+void InputInfos::materialize(absl::Span<const Edge> next,
+                             absl::InlinedVector<OutputInfo, 2>& out) const {
+  out.clear();
+  out.reserve(n_);
+  size_t stored = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const uint8_t t = tag(i);
+    if (t == kFromEdge) {
+      const Edge& e = next[i];
+      out.push_back(e.fn->outputs[e.input_nr]);
+    } else if (t == kStored) {
+      out.push_back(stored_->infos[stored++]);
+    } else {
+      OutputInfo& o = out.emplace_back();
+      o.dtype = static_cast<DType>(t - kScalar);
+      o.device = Device::cpu();
+    }
+  }
+}
+
 void GradFn::check_versions() const {
   if (!extras) return;
   for (const auto& c : extras->extra_checks)
@@ -235,16 +260,18 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
   // name() builds a string: only an error asks for it.
   if (f == nullptr) fail("%s: the op %s has no derivative formula", name(), op_name(op_));
   static const Attrs kNoAttrs;
-  FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, input_info_, grads[0], outputs[0], needs, result};
+  absl::InlinedVector<OutputInfo, 2> info;
+  input_info_.materialize(next, info);
+  FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, info, grads[0], outputs[0], needs, result};
   out = f(args);
   out.resize(next.size());
   for (size_t i = 0; i < out.size(); ++i) {
     if (!needs[i]) { out[i].reset(); continue; }
-    if (out[i] && out[i]->dtype != input_info_[i].dtype)
-      out[i] = grad_math().cast(out[i], input_info_[i].dtype);
-    if (out[i] && out[i]->shape != input_info_[i].shape)
+    if (out[i] && out[i]->dtype != info[i].dtype)
+      out[i] = grad_math().cast(out[i], info[i].dtype);
+    if (out[i] && out[i]->shape != info[i].shape)
       fail("internal: %s produced a gradient of shape %s for input %d of shape %s", name(),
-           shape_str(out[i]->shape), static_cast<int64_t>(i), shape_str(input_info_[i].shape));
+           shape_str(out[i]->shape), static_cast<int64_t>(i), shape_str(info[i].shape));
   }
   return out;
 }

@@ -215,6 +215,57 @@ Formula formula(OpId op);
 // PyTorch's node name for an op: "log_softmax" -> "LogSoftmaxBackward0".
 std::string backward_name(OpId op);
 
+// The OutputInfo (shape, dtype, device as recorded) of each input of an OpBackward, kept as
+// one tag byte per input where it can be told again at backward: an input with an edge whose
+// producer's output info is the input's own (checked when recorded; a node's `outputs` never
+// change once it is made, and the edge keeps the producer alive) reads it there, and a 0-dim
+// cpu input without an edge (a wrapped number) is its dtype. Only the others (an operand that
+// needs no gradient, a producer whose info differs) are stored, out of line. With 1e5 live
+// results the bytes a recorded node writes are its cost: two inline OutputInfos were 136 of
+// the node's 440.
+class InputInfos {
+ public:
+  InputInfos() = default;
+  InputInfos(const InputInfos&) = delete;
+  InputInfos& operator=(const InputInfos&) = delete;
+
+  size_t size() const { return n_; }
+  // Input size()'s info is next[size()]'s producer output (the caller checked they agree).
+  void add_from_edge() { push(kFromEdge); }
+  // Input size() is a 0-dim cpu tensor of `dtype` (a wrapped number).
+  void add_scalar(DType dtype) { push(static_cast<uint8_t>(kScalar + static_cast<uint8_t>(dtype))); }
+  // Input size()'s info, kept as given (for the inline shape, as OpBackward's fill does).
+  OutputInfo& add_stored();
+  // The infos as recorded, one per input; `next` is the node's edges.
+  void materialize(absl::Span<const Edge> next, absl::InlinedVector<OutputInfo, 2>& out) const;
+
+ private:
+  enum : uint8_t { kFromEdge = 0, kStored = 1, kScalar = 2 /* + DType */ };
+  static constexpr size_t kInlineTags = 6;
+  // The stored infos, and the tags of inputs past kInlineTags (cat of many tensors).
+  struct Stored final : Pooled<Stored, size_t{1} << 12> {
+    absl::InlinedVector<OutputInfo, 2> infos;
+    std::vector<uint8_t> more_tags;
+  };
+  void push(uint8_t tag) {
+    if (n_ < kInlineTags) {
+      tags_[n_] = tag;
+    } else {
+      stored_mut().more_tags.push_back(tag);
+    }
+    ++n_;
+  }
+  Stored& stored_mut() {
+    if (!stored_) stored_.reset(new Stored());
+    return *stored_;
+  }
+  uint8_t tag(size_t i) const { return i < kInlineTags ? tags_[i] : stored_->more_tags[i - kInlineTags]; }
+
+  uint8_t tags_[kInlineTags];
+  uint16_t n_ = 0;
+  std::unique_ptr<Stored> stored_;  // null unless an input's info is stored or n_ > kInlineTags
+};
+
 class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
   // attrs are kept only when the op has some (most recorded ops have none: no 168-byte copy).
@@ -233,7 +284,7 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
 
   // Inline room for two inputs (most ops have one or two; more spill to the heap).
   absl::InlinedVector<SavedVariable, 2> saved_;  // one per input; empty where no value is needed
-  absl::InlinedVector<OutputInfo, 2> input_info_;
+  InputInfos input_info_;                        // one per input
   SavedVariable result_;                         // the output, where the formula or PyTorch keeps it
 
  private:

@@ -70,10 +70,24 @@ inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
   for (int64_t d : src) dst.push_back(d);
 }
 
-// Filled in place: a pushed temporary would copy its inline shape twice.
+// Input `fn.next.back()`'s info: a tag where it can be told again at backward (a 0-dim cpu
+// operand by its dtype; an operand whose edge's producer recorded this very info reads it
+// there), else stored (filled in place: a pushed temporary would copy its inline shape twice).
 inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
                            Device device) {
-  autograd::OutputInfo& info = fn.input_info_.emplace_back();
+  if (shape.empty() && device == Device::cpu()) {
+    fn.input_info_.add_scalar(dtype);
+    return;
+  }
+  const autograd::Edge& e = fn.next.back();
+  if (e.fn && static_cast<size_t>(e.input_nr) < e.fn->outputs.size()) {
+    const autograd::OutputInfo& p = e.fn->outputs[e.input_nr];
+    if (p.dtype == dtype && p.device == device && p.shape == shape) {
+      fn.input_info_.add_from_edge();
+      return;
+    }
+  }
+  autograd::OutputInfo& info = fn.input_info_.add_stored();
   fill_info_shape(info.shape, shape);
   info.dtype = dtype;
   info.device = device;
@@ -120,7 +134,6 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
   if (in.size() > 2) {  // both hold two inline
     fn->next.reserve(in.size());
-    fn->input_info_.reserve(in.size());
   }
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -176,9 +189,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
       add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
     } else {
       fn->next.emplace_back();
-      autograd::OutputInfo& info = fn->input_info_.emplace_back();  // as wrap_scalar's: 0-dim
-      info.dtype = v.type();
-      info.device = Device::cpu();
+      fn->input_info_.add_scalar(v.type());  // as wrap_scalar's: 0-dim, cpu
     }
   }
   const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
