@@ -70,24 +70,26 @@ inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
   for (int64_t d : src) dst.push_back(d);
 }
 
-// Input `fn.next.back()`'s info: a tag where it can be told again at backward (a 0-dim cpu
-// operand by its dtype; an operand whose edge's producer recorded this very info reads it
-// there), else stored (filled in place: a pushed temporary would copy its inline shape twice).
+// The info of input `fn.next.back()` (the edge just added): a tag where backward can tell it
+// again (a 0-dim cpu operand by its dtype; an operand whose edge's producer recorded this very
+// info reads it there), else stored (filled in place: a pushed temporary would copy its
+// inline shape twice).
 inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
                            Device device) {
+  const size_t i = fn.next.size() - 1;
   if (shape.empty() && device == Device::cpu()) {
-    fn.input_info_.add_scalar(dtype);
+    fn.add_input_info_scalar(i, dtype);
     return;
   }
-  const autograd::Edge& e = fn.next.back();
+  const autograd::Edge& e = fn.next[i];
   if (e.fn && static_cast<size_t>(e.input_nr) < e.fn->outputs.size()) {
     const autograd::OutputInfo& p = e.fn->outputs[e.input_nr];
     if (p.dtype == dtype && p.device == device && p.shape == shape) {
-      fn.input_info_.add_from_edge();
+      fn.add_input_info_from_edge(i);
       return;
     }
   }
-  autograd::OutputInfo& info = fn.input_info_.add_stored();
+  autograd::OutputInfo& info = fn.add_input_info_stored(i);
   fill_info_shape(info.shape, shape);
   info.dtype = dtype;
   info.device = device;
@@ -156,7 +158,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   for (size_t i = 0; i < in.size() && i < 32; ++i)
     if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
   if (plan.result_value || plan.result_check) {
-    fn->result_.save(result.impl(), plan.result_check);
+    fn->saved_result_mut().save(result.impl(), plan.result_check);
   }
   finish_grad_fn(*fn, std::move(owner), ri);
 }
@@ -189,7 +191,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
       add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
     } else {
       fn->next.emplace_back();
-      fn->input_info_.add_scalar(v.type());  // as wrap_scalar's: 0-dim, cpu
+      fn->add_input_info_scalar(static_cast<size_t>(i), v.type());  // as wrap_scalar's: 0-dim, cpu
     }
   }
   const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
@@ -200,7 +202,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
     if (saved >> number_pos & 1) fn->saved_[number_pos].save_number(std::move(number));
   }
   if (plan.result_value || plan.result_check) {
-    fn->result_.save(result.impl(), plan.result_check);
+    fn->saved_result_mut().save(result.impl(), plan.result_check);
   }
   finish_grad_fn(*fn, std::move(owner), ri);
 }
@@ -491,9 +493,9 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
     // A node that saved its result (relu_) saved the tensor it wrote: check that one.
     if (rm && rm->grad_fn)
       if (auto* ob = dynamic_cast<autograd::OpBackward*>(rm->grad_fn.get());
-          ob != nullptr && ob->result_.group == r.impl()->group) {
-        ob->result_.group = si.group;
-        ob->result_.version = si.group->version;
+          ob != nullptr && ob->saved_result() && ob->saved_result()->group == r.impl()->group) {
+        ob->saved_result()->group = si.group;
+        ob->saved_result()->set_version(si.group->version);
       }
     if (si.is_view()) {
       internal::refresh_view_grad_fn(self);
