@@ -207,6 +207,8 @@ void OpBackward::input_infos(absl::InlinedVector<OutputInfo, 2>& out) const {
     if (t == kInfoFromEdge) {
       const Edge& e = next[i];
       out.push_back(e.fn->outputs[e.input_nr]);
+    } else if (t == kInfoAsOutput) {
+      out.push_back(outputs[0]);
     } else if (t == kInfoStored) {
       out.push_back(cold_->infos[stored++]);
     } else {

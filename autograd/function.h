@@ -233,8 +233,9 @@ std::string backward_name(OpId op);
 //   can tell it again: an input with an edge whose producer's output info is the input's own
 //   (checked when recorded; a node's `outputs` never change once it is made, and the edge
 //   keeps the producer alive) reads it there, and a 0-dim cpu input (a wrapped number) is its
-//   dtype. Only the others (an operand that needs no gradient, a producer whose info
-//   differs) are stored, in the cold block (two inline OutputInfos were 136 bytes);
+//   dtype, and one with the output's info (`y + b`, b without grad) reads `outputs[0]`. Only
+//   the others (a broadcast operand without grad, a producer whose info differs) are stored,
+//   in the cold block (two inline OutputInfos were 136 bytes);
 // - the saved result (exp, tanh, sigmoid, ... keep it) is in the cold block too.
 class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
@@ -255,6 +256,8 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   // Input `i`'s info (inputs are added in order, each right after its edge in `next`):
   // next[i]'s producer output (the caller checked they agree) ...
   void add_input_info_from_edge(size_t i) { set_info_tag(i, kInfoFromEdge); }
+  // ... the info this node's output will have (finish the node with it) ...
+  void add_input_info_as_output(size_t i) { set_info_tag(i, kInfoAsOutput); }
   // ... a 0-dim cpu tensor of `dtype` (a wrapped number) ...
   void add_input_info_scalar(size_t i, DType dtype) {
     set_info_tag(i, static_cast<uint8_t>(kInfoScalar + static_cast<uint8_t>(dtype)));
@@ -276,7 +279,7 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   absl::InlinedVector<SavedVariable, 2> saved_;  // one per input; empty where no value is needed
 
  private:
-  enum : uint8_t { kInfoFromEdge = 0, kInfoStored = 1, kInfoScalar = 2 /* + DType */ };
+  enum : uint8_t { kInfoFromEdge = 0, kInfoStored = 1, kInfoAsOutput = 2, kInfoScalar = 3 /* + DType */ };
   static constexpr size_t kInlineTags = 3;
   // What few nodes need (a saved result, stored input infos, tags past kInlineTags), from a
   // per-thread pool. The result and the tags come first: a node that only saves its result

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/base/attributes.h"
 #include "absl/container/inlined_vector.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
@@ -70,12 +71,32 @@ inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
   for (int64_t d : src) dst.push_back(d);
 }
 
+// Input `i`'s info kept as given, in the node's cold block (an operand that needs no gradient;
+// out of line: the common inputs take the tags below).
+ABSL_ATTRIBUTE_NOINLINE void add_stored_input_info(autograd::OpBackward& fn, size_t i,
+                                                   const Shape& shape, DType dtype,
+                                                   Device device) {
+  autograd::OutputInfo& info = fn.add_input_info_stored(i);  // filled in place: no copies
+  fill_info_shape(info.shape, shape);
+  info.dtype = dtype;
+  info.device = device;
+}
+
+// Are dims a[0, n) `b` (compared inline: a memcmp call for a dim or two costs more than the
+// loop)?
+inline bool same_dims(const int64_t* a, size_t n, const Shape& b) {
+  if (n != b.size()) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (a[k] != b[k]) return false;
+  return true;
+}
+
 // The info of input `fn.next.back()` (the edge just added): a tag where backward can tell it
 // again (a 0-dim cpu operand by its dtype; an operand whose edge's producer recorded this very
-// info reads it there), else stored (filled in place: a pushed temporary would copy its
-// inline shape twice).
+// info reads it there; one with the info of the result `ri`, as `y + b` with b not requiring
+// grad, reads the node's output info), else stored.
 inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
-                           Device device) {
+                           Device device, const TensorImpl& ri) {
   const size_t i = fn.next.size() - 1;
   if (shape.empty() && device == Device::cpu()) {
     fn.add_input_info_scalar(i, dtype);
@@ -84,15 +105,18 @@ inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType d
   const autograd::Edge& e = fn.next[i];
   if (e.fn && static_cast<size_t>(e.input_nr) < e.fn->outputs.size()) {
     const autograd::OutputInfo& p = e.fn->outputs[e.input_nr];
-    if (p.dtype == dtype && p.device == device && p.shape == shape) {
+    if (p.dtype == dtype && p.device == device &&
+        same_dims(p.shape.data(), p.shape.size(), shape)) {
       fn.add_input_info_from_edge(i);
       return;
     }
   }
-  autograd::OutputInfo& info = fn.add_input_info_stored(i);
-  fill_info_shape(info.shape, shape);
-  info.dtype = dtype;
-  info.device = device;
+  if (ri.dtype == dtype && ri.group->device == device &&
+      same_dims(shape.data(), shape.size(), ri.shape)) {
+    fn.add_input_info_as_output(i);
+    return;
+  }
+  add_stored_input_info(fn, i, shape, dtype, device);
 }
 
 // n empty saved slots in a fresh node: emplaced one by one (absl's generic resize is an
@@ -150,7 +174,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
     } else {
       fn->next.emplace_back();
     }
-    add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
+    add_input_info(*fn, ti.shape, ti.dtype, ti.group->device, ri);
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
   // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
@@ -188,7 +212,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
       } else {
         fn->next.emplace_back();
       }
-      add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
+      add_input_info(*fn, ti.shape, ti.dtype, ti.group->device, ri);
     } else {
       fn->next.emplace_back();
       fn->add_input_info_scalar(static_cast<size_t>(i), v.type());  // as wrap_scalar's: 0-dim, cpu

@@ -377,6 +377,13 @@ TEST(Autograd, InputInfoFromProducerScalarAndStored) {
   (where(c, g * 2.0, b) * tensor({1.0, 10.0}, {2, 1}, kFloat64)).sum().backward();
   EXPECT_EQ(v(g.grad()), (D{2, 0, 2, 20, 0, 20}));
 
+  // An operand without grad with the result's info (its info is the node's output info):
+  // matmul's backward reads both operands' shapes ([3, 2, 2] folds into 6 rows of x).
+  Tensor xb = tensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 2, 2}, kFloat64);
+  Tensor wm = leaf({1, 2, 3, 4}, {2, 2});
+  matmul(xb, wm).sum().backward();
+  EXPECT_EQ(v(wm.grad()), (D{36, 36, 42, 42}));
+
   // More inputs than the node keeps tags inline, mixed with and without grad, sizes 1..8:
   // cat's backward splits by every input's recorded length.
   std::vector<Tensor> in;
