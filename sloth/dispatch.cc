@@ -158,9 +158,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   if (!any) return;
   autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
-  if (in.size() > 2) {  // both hold two inline
-    fn->next.reserve(in.size());
-  }
+  if (in.size() > 3) fn->next.reserve(in.size());  // it holds three inline
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const TensorImpl& ti = *in[i].impl();
@@ -215,7 +213,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
       add_input_info(*fn, ti.shape, ti.dtype, ti.group->device, ri);
     } else {
       fn->next.emplace_back();
-      fn->add_input_info_scalar(static_cast<size_t>(i), v.type());  // as wrap_scalar's: 0-dim, cpu
+      fn->add_input_info_scalar(static_cast<size_t>(i), v.type());  // as wrap_scalar's: 0-dim
     }
   }
   const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
