@@ -91,19 +91,21 @@ uint64_t peek_sequence_nr() {
 
 void SavedVariable::save(const TensorImplPtr& t, bool check) {
   value = t->value();
-  wrapped = t->wrapped_number;
+  const bool wrapped = t->wrapped_number;
   // A wrapped number is never checked nor written: its group is not kept (it goes back to
   // the pool with the temporary handle instead of living as long as this node).
+  int64_t version = 0;
   if (wrapped) {
     group.reset();
-    version = 0;
   } else {
     group = t->group;
     version = group->version;
   }
   // A C++ number (x / 2.0) is a Scalar argument in PyTorch: nothing is saved or checked, so a
   // second backward through such a node is fine.
-  checked = check && !wrapped;
+  const bool checked = check && !wrapped;
+  bits_ = static_cast<uint64_t>(version) << 2 | static_cast<uint64_t>(wrapped) << 1 |
+          static_cast<uint64_t>(checked);
   auto* m = meta(*t);
   leaf.reset();
   if (!wrapped && !t->is_view() && (m == nullptr || !m->grad_fn)) {
@@ -120,10 +122,10 @@ void SavedVariable::save(const TensorImplPtr& t, bool check) {
 TensorImplPtr SavedVariable::unpack(const Edge& edge) const {
   if (!value) return nullptr;
   // A wrapped number keeps its promotion role (its node is float64 whatever its C++ type).
-  TensorImplPtr t = wrapped ? TensorImpl::wrapped_scalar(value->scalar) : TensorImpl::make(value, group->device);
+  TensorImplPtr t = wrapped() ? TensorImpl::wrapped_scalar(value->scalar) : TensorImpl::make(value, group->device);
   Edge e = edge;
   if (!e.fn && leaf && leaf->tensor != nullptr && leaf->tensor->group.get() == group.get() &&
-      group->version == version)
+      group->version == version())
     e = gradient_edge(TensorImplPtr(leaf->tensor));
   if (e.fn && is_grad_enabled()) {
     AutogradMeta& m = ensure_meta(*t);
@@ -150,7 +152,7 @@ const char* scalar_type_name(DType d) {
 }  // namespace
 
 void SavedVariable::check(const GradFn* producer, int output_nr) const {
-  if (!value || !checked || group->version == version) return;
+  if (!value || !checked() || group->version == version()) return;
   std::string from;
   if (producer != nullptr && !producer->is_accumulator())
     from = absl::StrCat(", which is output ", output_nr, " of ", producer->name(), ",");
@@ -158,7 +160,7 @@ void SavedVariable::check(const GradFn* producer, int output_nr) const {
        "operation: [%s %s]%s is at version %d; expected version %d instead. Hint: the write "
        "went through this tensor or an alias of it (a view, detach()); clone() it before "
        "modifying it in place, or do the in-place update after backward()",
-       scalar_type_name(value->dtype), shape_str(value->shape), from, group->version, version);
+       scalar_type_name(value->dtype), shape_str(value->shape), from, group->version, version());
 }
 
 void GradFn::check_versions() const {
@@ -196,14 +198,37 @@ const GradMath& grad_math() { return math_slot(); }
 // it had saved some (a node that saved none, PermuteBackward0 or `x * 2.0`'s MulBackward0, can
 // be run again). Values sloth's formula reads that PyTorch does not save (wrapped numbers) are
 // kept, so such a node still runs.
+void OpBackward::input_infos(absl::InlinedVector<OutputInfo, 2>& out) const {
+  out.clear();
+  out.reserve(next.size());
+  size_t stored = 0;
+  for (size_t i = 0; i < next.size(); ++i) {
+    const uint8_t t = info_tag(i);
+    if (t == kInfoFromEdge) {
+      const Edge& e = next[i];
+      out.push_back(e.fn->outputs[e.input_nr]);
+    } else if (t == kInfoAsOutput) {
+      out.push_back(outputs[0]);
+    } else if (t == kInfoStored) {
+      out.push_back(cold_->infos[stored++]);
+    } else {
+      OutputInfo& o = out.emplace_back();  // 0-dim
+      o.dtype = static_cast<DType>(t - kInfoScalar);
+      o.device = Device::cpu();
+    }
+  }
+}
+
 void OpBackward::release_saved() {
-  bool had = (extras && !extras->extra_checks.empty()) || result_.checked;
+  SavedVariable* result = saved_result();
+  const bool result_checked = result != nullptr && result->checked();
+  bool had = (extras && !extras->extra_checks.empty()) || result_checked;
   for (auto& s : saved_)
-    if (s.checked) {
+    if (s.checked()) {
       had = true;
       s = {};
     }
-  if (result_.checked) result_ = {};
+  if (result_checked) *result = {};
   if (extras) extras->extra_checks.clear();
   released_ = released_ || had;
 }
@@ -211,7 +236,7 @@ void OpBackward::release_saved() {
 void OpBackward::check_versions() const {
   for (size_t i = 0; i < saved_.size(); ++i)
     if (i < next.size()) saved_[i].check(next[i].fn.get(), next[i].input_nr);
-  result_.check(this, 0);
+  if (const SavedVariable* r = saved_result()) r->check(this, 0);
   GradFn::check_versions();
 }
 
@@ -228,25 +253,34 @@ std::vector<TensorImplPtr> OpBackward::apply(std::vector<TensorImplPtr> grads) {
   std::vector<TensorImplPtr> inputs(next.size());
   for (size_t i = 0; i < saved_.size() && i < next.size(); ++i) inputs[i] = saved_[i].unpack(next[i]);
   // The result is re-attached to this node (PyTorch stores it without its grad_fn).
-  TensorImplPtr result = result_.unpack({GradFnPtr(this), 0});
+  const SavedVariable* saved_r = saved_result();
+  TensorImplPtr result = saved_r ? saved_r->unpack({GradFnPtr(this), 0}) : nullptr;
   std::vector<bool> needs(next.size());
   for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].fn != nullptr;
   Formula f = formula(op_);
   // name() builds a string: only an error asks for it.
   if (f == nullptr) fail("%s: the op %s has no derivative formula", name(), op_name(op_));
   static const Attrs kNoAttrs;
-  FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, input_info_, grads[0], outputs[0], needs, result};
+  absl::InlinedVector<OutputInfo, 2> info;
+  input_infos(info);
+  FormulaArgs args{op_, attrs_ ? *attrs_ : kNoAttrs, inputs, info, grads[0], outputs[0], needs, result};
   out = f(args);
   out.resize(next.size());
   for (size_t i = 0; i < out.size(); ++i) {
     if (!needs[i]) { out[i].reset(); continue; }
-    if (out[i] && out[i]->dtype != input_info_[i].dtype)
-      out[i] = grad_math().cast(out[i], input_info_[i].dtype);
-    if (out[i] && out[i]->shape != input_info_[i].shape)
+    if (out[i] && out[i]->dtype != info[i].dtype)
+      out[i] = grad_math().cast(out[i], info[i].dtype);
+    if (out[i] && out[i]->shape != info[i].shape)
       fail("internal: %s produced a gradient of shape %s for input %d of shape %s", name(),
-           shape_str(out[i]->shape), static_cast<int64_t>(i), shape_str(input_info_[i].shape));
+           shape_str(out[i]->shape), static_cast<int64_t>(i), shape_str(info[i].shape));
   }
   return out;
 }
 
+}  // namespace sloth::autograd
+
+namespace sloth::autograd {
+// Four cache lines: with 1e5 live results each line the node recorded per op writes is a miss
+// (see OpBackward). A field added here should go to the cold block or replace one.
+static_assert(sizeof(OpBackward) <= 256, "OpBackward outgrew four cache lines");
 }  // namespace sloth::autograd

@@ -68,21 +68,26 @@ using Hook = std::function<TensorImplPtr(const TensorImplPtr&)>;
 struct SavedVariable {
   lazy::NodePtr value;          // null: nothing saved
   Ref<lazy::AliasGroup> group;  // null for a wrapped number
-  int64_t version = 0;
-  bool checked = false;         // PyTorch saves it too: its version is checked at backward
-  bool wrapped = false;         // a wrapped number (x * 2.0): unpacked as one again
   // A saved tensor without history (a leaf) is PyTorch's saved original: unpacked, it is that
   // tensor as it is now, so a requires_grad_() made after the save counts in double backward.
   // Held through a cell the tensor clears when it dies: holding the tensor itself would make
   // a cycle once an in-place write gives it a grad_fn that reaches this node.
   Ref<struct LeafCell> leaf;
 
+  // The group's version at the save.
+  int64_t version() const { return static_cast<int64_t>(bits_ >> 2); }
+  void set_version(int64_t v) { bits_ = static_cast<uint64_t>(v) << 2 | (bits_ & 3); }
+  // PyTorch saves it too: its version is checked at backward.
+  bool checked() const { return (bits_ & 1) != 0; }
+  // A wrapped number (x * 2.0): unpacked as one again.
+  bool wrapped() const { return (bits_ & 2) != 0; }
+
   void save(const TensorImplPtr& t, bool check);
   // A C++ number that has no tensor (call_op_number): its Scalar leaf, kept as a wrapped
   // number is (never checked, no group).
   void save_number(lazy::NodePtr number) {
     value = std::move(number);
-    wrapped = true;
+    bits_ = 2;
   }
   bool defined() const { return value != nullptr; }
   // A fresh tensor with the saved value whose gradient flows through `edge` (the saved
@@ -91,6 +96,12 @@ struct SavedVariable {
   // Throws PyTorch's "modified by an inplace operation" error when the version moved.
   // `producer`: the saved tensor's grad_fn (null for leaves and tensors without history).
   void check(const GradFn* producer, int output_nr) const;
+
+ private:
+  // version << 2 | wrapped << 1 | checked, in one word: a node keeps one SavedVariable per
+  // input inline, and 32 bytes (not 40) let the node recorded per op fit four cache lines.
+  // (Versions count in-place writes: 2^61 of them are out of reach.)
+  uint64_t bits_ = 0;
 };
 
 // A tensor saved for the version check only, with who produced it (the error names it). A
@@ -215,6 +226,17 @@ Formula formula(OpId op);
 // PyTorch's node name for an op: "log_softmax" -> "LogSoftmaxBackward0".
 std::string backward_name(OpId op);
 
+// A backward node of an op of the table. With 1e5 live results the cache lines the node
+// recorded per op writes are its recording cost, so it is 256 bytes (four lines) and keeps
+// what most nodes lack out of line:
+// - each input's OutputInfo (shape, dtype, device as recorded) is a tag byte where backward
+//   can tell it again: an input with an edge whose producer's output info is the input's own
+//   (checked when recorded; a node's `outputs` never change once it is made, and the edge
+//   keeps the producer alive) reads it there, and a 0-dim cpu input (a wrapped number) is its
+//   dtype, and one with the output's info (`y + b`, b without grad) reads `outputs[0]`. Only
+//   the others (a broadcast operand without grad, a producer whose info differs) are stored,
+//   in the cold block (two inline OutputInfos were 136 bytes);
+// - the saved result (exp, tanh, sigmoid, ... keep it) is in the cold block too.
 class OpBackward final : public GradFn, public Pooled<OpBackward> {
  public:
   // attrs are kept only when the op has some (most recorded ops have none: no 168-byte copy).
@@ -231,21 +253,68 @@ class OpBackward final : public GradFn, public Pooled<OpBackward> {
   // A composite op whose result this node made names it (LogSoftmaxBackward0, not SubBackward0).
   void set_name_op(OpId op) { name_op_ = op; }
 
+  // Input `i`'s info (inputs are added in order, each right after its edge in `next`):
+  // next[i]'s producer output (the caller checked they agree) ...
+  void add_input_info_from_edge(size_t i) { set_info_tag(i, kInfoFromEdge); }
+  // ... the info this node's output will have (finish the node with it) ...
+  void add_input_info_as_output(size_t i) { set_info_tag(i, kInfoAsOutput); }
+  // ... a 0-dim cpu tensor of `dtype` (a wrapped number) ...
+  void add_input_info_scalar(size_t i, DType dtype) {
+    set_info_tag(i, static_cast<uint8_t>(kInfoScalar + static_cast<uint8_t>(dtype)));
+  }
+  // ... or kept as given (filled in by the caller).
+  OutputInfo& add_input_info_stored(size_t i) {
+    set_info_tag(i, kInfoStored);
+    return cold_mut().infos.emplace_back();
+  }
+  // The inputs' infos as recorded, one per edge.
+  void input_infos(absl::InlinedVector<OutputInfo, 2>& out) const;
+
+  // The saved result: null where nothing is saved.
+  SavedVariable* saved_result() { return cold_ ? &cold_->result : nullptr; }
+  const SavedVariable* saved_result() const { return cold_ ? &cold_->result : nullptr; }
+  SavedVariable& saved_result_mut() { return cold_mut().result; }
+
   // Inline room for two inputs (most ops have one or two; more spill to the heap).
   absl::InlinedVector<SavedVariable, 2> saved_;  // one per input; empty where no value is needed
-  absl::InlinedVector<OutputInfo, 2> input_info_;
-  SavedVariable result_;                         // the output, where the formula or PyTorch keeps it
 
  private:
+  enum : uint8_t { kInfoFromEdge = 0, kInfoStored = 1, kInfoAsOutput = 2, kInfoScalar = 3 /* + DType */ };
+  static constexpr size_t kInlineTags = 3;
+  // What few nodes need (a saved result, stored input infos, tags past kInlineTags), from a
+  // per-thread pool. The result and the tags come first: a node that only saves its result
+  // writes the block's first line.
+  struct Cold final : Pooled<Cold, size_t{1} << 12> {
+    SavedVariable result;                     // the output, where the formula or PyTorch keeps it
+    std::vector<uint8_t> more_tags;           // info tags of inputs kInlineTags, ...
+    absl::InlinedVector<OutputInfo, 2> infos;  // the stored infos, in input order
+  };
+  Cold& cold_mut() {
+    if (!cold_) cold_.reset(new Cold());
+    return *cold_;
+  }
+  void set_info_tag(size_t i, uint8_t tag) {
+    if (i < kInlineTags) {
+      info_tags_[i] = tag;
+    } else {
+      cold_mut().more_tags.push_back(tag);  // in order: input i is more_tags[i - kInlineTags]
+    }
+  }
+  uint8_t info_tag(size_t i) const {
+    return i < kInlineTags ? info_tags_[i] : cold_->more_tags[i - kInlineTags];
+  }
+
   OpId op_;
   OpId name_op_;
   bool released_ = false;
+  uint8_t info_tags_[kInlineTags];  // input i's info tag (kInfo*), for i < kInlineTags
   // A node's own copy of non-default attrs (views, reductions, casts: a good part of a training
   // step's nodes), from a per-thread pool instead of a malloc and free per node.
   struct NodeAttrs final : Attrs, Pooled<NodeAttrs, size_t{1} << 12> {
     explicit NodeAttrs(const Attrs& a) : Attrs(a) {}
   };
   std::unique_ptr<NodeAttrs> attrs_;  // null: default attrs
+  std::unique_ptr<Cold> cold_;        // null: no saved result, no stored info, <= 3 inputs
 };
 
 // The math the engine needs from the face (it never includes the face).

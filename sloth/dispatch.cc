@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/base/attributes.h"
 #include "absl/container/inlined_vector.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
@@ -70,13 +71,52 @@ inline void fill_info_shape(autograd::InfoShape& dst, const Shape& src) {
   for (int64_t d : src) dst.push_back(d);
 }
 
-// Filled in place: a pushed temporary would copy its inline shape twice.
-inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
-                           Device device) {
-  autograd::OutputInfo& info = fn.input_info_.emplace_back();
+// Input `i`'s info kept as given, in the node's cold block (an operand that needs no gradient;
+// out of line: the common inputs take the tags below).
+ABSL_ATTRIBUTE_NOINLINE void add_stored_input_info(autograd::OpBackward& fn, size_t i,
+                                                   const Shape& shape, DType dtype,
+                                                   Device device) {
+  autograd::OutputInfo& info = fn.add_input_info_stored(i);  // filled in place: no copies
   fill_info_shape(info.shape, shape);
   info.dtype = dtype;
   info.device = device;
+}
+
+// Are dims a[0, n) `b` (compared inline: a memcmp call for a dim or two costs more than the
+// loop)?
+inline bool same_dims(const int64_t* a, size_t n, const Shape& b) {
+  if (n != b.size()) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (a[k] != b[k]) return false;
+  return true;
+}
+
+// The info of input `fn.next.back()` (the edge just added): a tag where backward can tell it
+// again (a 0-dim cpu operand by its dtype; an operand whose edge's producer recorded this very
+// info reads it there; one with the info of the result `ri`, as `y + b` with b not requiring
+// grad, reads the node's output info), else stored.
+inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
+                           Device device, const TensorImpl& ri) {
+  const size_t i = fn.next.size() - 1;
+  if (shape.empty() && device == Device::cpu()) {
+    fn.add_input_info_scalar(i, dtype);
+    return;
+  }
+  const autograd::Edge& e = fn.next[i];
+  if (e.fn && static_cast<size_t>(e.input_nr) < e.fn->outputs.size()) {
+    const autograd::OutputInfo& p = e.fn->outputs[e.input_nr];
+    if (p.dtype == dtype && p.device == device &&
+        same_dims(p.shape.data(), p.shape.size(), shape)) {
+      fn.add_input_info_from_edge(i);
+      return;
+    }
+  }
+  if (ri.dtype == dtype && ri.group->device == device &&
+      same_dims(shape.data(), shape.size(), ri.shape)) {
+    fn.add_input_info_as_output(i);
+    return;
+  }
+  add_stored_input_info(fn, i, shape, dtype, device);
 }
 
 // n empty saved slots in a fresh node: emplaced one by one (absl's generic resize is an
@@ -118,10 +158,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   if (!any) return;
   autograd::OpBackward* fn = new autograd::OpBackward(op, attrs);
   autograd::GradFnPtr owner = autograd::GradFnPtr::adopt_new(fn);
-  if (in.size() > 2) {  // both hold two inline
-    fn->next.reserve(in.size());
-    fn->input_info_.reserve(in.size());
-  }
+  if (in.size() > 3) fn->next.reserve(in.size());  // it holds three inline
   uint32_t needs = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const TensorImpl& ti = *in[i].impl();
@@ -135,7 +172,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
     } else {
       fn->next.emplace_back();
     }
-    add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
+    add_input_info(*fn, ti.shape, ti.dtype, ti.group->device, ri);
   }
   const internal::SavePlan plan = internal::save_plan(op, attrs, in, needs);
   // Most nodes (add, sum, views, ...) save no input: their saved_ stays empty.
@@ -143,7 +180,7 @@ void attach_grad_fn_tracked(OpId op, const Attrs& attrs, absl::Span<const Tensor
   for (size_t i = 0; i < in.size() && i < 32; ++i)
     if ((plan.value | plan.check) >> i & 1) fn->saved_[i].save(in[i].impl(), plan.check >> i & 1);
   if (plan.result_value || plan.result_check) {
-    fn->result_.save(result.impl(), plan.result_check);
+    fn->saved_result_mut().save(result.impl(), plan.result_check);
   }
   finish_grad_fn(*fn, std::move(owner), ri);
 }
@@ -173,12 +210,10 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
       } else {
         fn->next.emplace_back();
       }
-      add_input_info(*fn, ti.shape, ti.dtype, ti.group->device);
+      add_input_info(*fn, ti.shape, ti.dtype, ti.group->device, ri);
     } else {
       fn->next.emplace_back();
-      autograd::OutputInfo& info = fn->input_info_.emplace_back();  // as wrap_scalar's: 0-dim
-      info.dtype = v.type();
-      info.device = Device::cpu();
+      fn->add_input_info_scalar(static_cast<size_t>(i), v.type());  // as wrap_scalar's: 0-dim
     }
   }
   const internal::SavePlan plan = internal::save_plan_with_number(op, needs, number_pos);
@@ -189,7 +224,7 @@ void attach_grad_fn_number(OpId op, const Tensor& t, const Scalar& v, NodePtr& n
     if (saved >> number_pos & 1) fn->saved_[number_pos].save_number(std::move(number));
   }
   if (plan.result_value || plan.result_check) {
-    fn->result_.save(result.impl(), plan.result_check);
+    fn->saved_result_mut().save(result.impl(), plan.result_check);
   }
   finish_grad_fn(*fn, std::move(owner), ri);
 }
@@ -480,9 +515,9 @@ Tensor do_inplace(OpId op, absl::Span<const Tensor> in) {
     // A node that saved its result (relu_) saved the tensor it wrote: check that one.
     if (rm && rm->grad_fn)
       if (auto* ob = dynamic_cast<autograd::OpBackward*>(rm->grad_fn.get());
-          ob != nullptr && ob->result_.group == r.impl()->group) {
-        ob->result_.group = si.group;
-        ob->result_.version = si.group->version;
+          ob != nullptr && ob->saved_result() && ob->saved_result()->group == r.impl()->group) {
+        ob->saved_result()->group = si.group;
+        ob->saved_result()->set_version(si.group->version);
       }
     if (si.is_view()) {
       internal::refresh_view_grad_fn(self);

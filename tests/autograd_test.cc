@@ -334,5 +334,82 @@ TEST(Autograd, MlpStepForwardBackwardAndSgdAreOneGraph) {
   EXPECT_LT(loss2.item(), l0);
 }
 
+
+// Two outputs of different shapes: a [4] copy and a [2, 2] copy.
+struct TwoShapes : autograd::Function<TwoShapes> {
+  static std::vector<Tensor> forward(autograd::AutogradContext*, Tensor x) {
+    return {x * 1.0, x.reshape({2, 2}) * 1.0};
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext*, std::vector<Tensor> g) {
+    return {g[1].reshape({-1})};
+  }
+};
+
+// A backward node keeps an input's shape/dtype/device as a tag where it can be told again at
+// backward (from the edge's producer, or a 0-dim cpu operand's dtype) and stores the rest; the
+// formulas must see the same infos either way (sum_to shapes, cat's split sizes, dtype casts).
+TEST(Autograd, InputInfoFromProducerScalarAndStored) {
+  // A float64 0-dim operand that requires grad with a float32 tensor: the result is float32,
+  // the 0-dim input's gradient comes back as a float64 0-dim tensor (its info is a tag).
+  Tensor s = tensor({2.0}, {}, TensorOptions().dtype(kFloat64).requires_grad());
+  Tensor x = tensor({1.0, 2.0, 3.0}, {3}, TensorOptions().dtype(kFloat32).requires_grad());
+  Tensor y = s * x;
+  EXPECT_EQ(y.dtype(), kFloat32);
+  y.sum().backward();
+  EXPECT_EQ(s.grad().dtype(), kFloat64);
+  EXPECT_EQ(s.grad().shape(), Shape{});
+  EXPECT_EQ(v(s.grad()), (D{6}));
+  EXPECT_EQ(x.grad().dtype(), kFloat32);
+  EXPECT_EQ(v(x.grad()), (D{2, 2, 2}));
+
+  // An operand without grad first (stored info), one with grad second (from its producer's
+  // output 1, of another shape than output 0): the broadcast gradient is summed to [2, 2].
+  Tensor a = leaf({1, 2, 3, 4});
+  std::vector<Tensor> two = TwoShapes::apply(a);
+  Tensor w = tensor({1, 2, 3, 4, 10, 20, 30, 40, 100, 200, 300, 400}, {3, 2, 2}, kFloat64);
+  (w * two[1]).sum().backward();  // [3, 2, 2]: two[1]'s gradient is w summed over dim 0
+  EXPECT_EQ(v(a.grad()), (D{111, 222, 333, 444}));
+
+  // where(cond, grad, no-grad [3]): cond (bool) and b are stored, a reads its producer.
+  Tensor c = tensor({1.0, 0.0, 1.0}, {3}, kFloat64) > 0.5;
+  Tensor g = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = tensor({7.0, 8.0, 9.0}, {3}, kFloat64);
+  (where(c, g * 2.0, b) * tensor({1.0, 10.0}, {2, 1}, kFloat64)).sum().backward();
+  EXPECT_EQ(v(g.grad()), (D{2, 0, 2, 20, 0, 20}));
+
+  // An operand without grad with the result's info (its info is the node's output info):
+  // matmul's backward reads both operands' shapes ([3, 2, 2] folds into 6 rows of x).
+  Tensor xb = tensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 2, 2}, kFloat64);
+  Tensor wm = leaf({1, 2, 3, 4}, {2, 2});
+  matmul(xb, wm).sum().backward();
+  EXPECT_EQ(v(wm.grad()), (D{36, 36, 42, 42}));
+
+  // More inputs than the node keeps tags inline, mixed with and without grad, sizes 1..8:
+  // cat's backward splits by every input's recorded length.
+  std::vector<Tensor> in;
+  std::vector<Tensor> leaves;
+  double next_value = 0;
+  for (int64_t i = 0; i < 8; ++i) {
+    std::vector<double> vals;
+    for (int64_t k = 0; k <= i; ++k) vals.push_back(next_value++);
+    if (i % 2 == 0) {
+      leaves.push_back(leaf(vals, {i + 1}));
+      in.push_back(leaves.back());
+    } else {
+      in.push_back(tensor(vals, {i + 1}, kFloat64));
+    }
+  }
+  Tensor cat_all = cat(in);
+  ASSERT_EQ(cat_all.shape(), Shape{36});
+  (cat_all * arange(0, 36).to(kFloat64)).sum().backward();
+  // Leaf i (even) sits at offset i*(i+1)/2: its gradient is the positions it covers.
+  for (int64_t i = 0; i < 8; i += 2) {
+    const int64_t off = i * (i + 1) / 2;
+    D want;
+    for (int64_t k = 0; k <= i; ++k) want.push_back(static_cast<double>(off + k));
+    EXPECT_EQ(v(leaves[i / 2].grad()), want) << "input " << i;
+  }
+}
+
 }  // namespace
 }  // namespace sloth
