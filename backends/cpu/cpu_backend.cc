@@ -14,6 +14,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "backends/cpu/fused_reduce_rule.h"
 #include "backends/cpu/jit.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/op_kernels.h"
@@ -61,39 +62,6 @@ struct Step {
   int32_t const_index = -1;
 };
 
-// Index in kern.instrs of a reduction whose elementwise prologue (every instruction before
-// it, all over the reduction's input shape, computing its operand) can run inside the
-// reduction loop; 0 when the kernel takes the unfused path. The reduced dims must be the
-// trailing ones so that each output reduces one contiguous stretch of the row-major order.
-int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
-  if (kern.kind != lazy::KernelKind::kReduce) return 0;
-  int anchor = -1;
-  for (size_t j = 0; j < kern.instrs.size(); ++j)
-    if (op_info(plan.instrs[kern.instrs[j]].op).category == OpCategory::Reduce) {
-      anchor = static_cast<int>(j);
-      break;
-    }
-  if (anchor <= 0) return 0;
-  const Instr& r = plan.instrs[kern.instrs[anchor]];
-  if (r.op != OpId::kSum && r.op != OpId::kProd && r.op != OpId::kAmax && r.op != OpId::kAmin)
-    return 0;
-  const Shape& xs = plan.slots[r.in[0]].shape;
-  bool produced = false;
-  for (int j = 0; j < anchor; ++j) {
-    const Instr& p = plan.instrs[kern.instrs[j]];
-    if (!is_elementwise(p.op) || p.shape != xs) return 0;
-    produced |= p.out == r.in[0];
-  }
-  if (!produced) return 0;
-  const int64_t nd = static_cast<int64_t>(xs.size());
-  std::vector<int64_t> dims(r.attrs->dims.begin(), r.attrs->dims.end());
-  if (dims.empty()) return anchor;  // everything
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  for (size_t j = 0; j < dims.size(); ++j)
-    if (dims[j] != nd - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j)) return 0;
-  return anchor;
-}
 
 class CpuExecutable final : public lazy::Executable {
  public:
