@@ -27,10 +27,10 @@ struct DeviceData {
 
 // dst = src for the short dim vectors of layouts, without a call to memmove when the sizes
 // already agree (replays copy the same few dims thousands of times).
-inline void assign_dims(std::vector<int64_t>& dst, const std::vector<int64_t>& src) {
+inline void assign_dims(std::vector<int64_t>& dst, IntSpan src) {
   const size_t n = src.size();
   if (dst.size() != n) {
-    dst = src;
+    dst.assign(src.begin(), src.end());
     return;
   }
   for (size_t k = 0; k < n; ++k) dst[k] = src[k];
@@ -44,7 +44,7 @@ inline void assign_data(DeviceData& dst, const DeviceData& src) {
   dst.dtype = src.dtype;
 }
 // The same dims (no call for the few dims of a layout).
-inline bool same_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+inline bool same_dims(IntSpan a, IntSpan b) {
   const size_t n = a.size();
   if (b.size() != n) return false;
   for (size_t k = 0; k < n; ++k)
@@ -60,11 +60,11 @@ inline DeviceData with_layout(const DeviceData& d, Layout layout) {
 }
 
 // A fresh contiguous value from `alloc`.
-inline DeviceData allocate_data(Allocator* alloc, const Shape& shape, DType dtype) {
+inline DeviceData allocate_data(Allocator* alloc, IntSpan shape, DType dtype) {
   DeviceData d;
   size_t bytes = std::max<size_t>(sloth::numel(shape) * dtype_size(dtype), 1);
   d.storage = make_ref<Storage>(alloc, bytes);
-  d.layout.shape = shape;
+  d.layout.shape.assign(shape.begin(), shape.end());
   d.layout.strides = contiguous_strides(shape);
   d.dtype = dtype;
   return d;

@@ -76,8 +76,8 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
                      const std::vector<int32_t>& materialize, const Instr* reduce) {
   using Kind = EwForm::StepKind;
   EwForm f;
-  if (reduce != nullptr) f.shape = plan.slots[reduce->in[0]].shape;
-  else if (!instrs.empty()) f.shape = plan.instrs[instrs.back()].shape;
+  if (reduce != nullptr) f.shape = plan.slots[reduce->in[0]].shape.to_shape();
+  else if (!instrs.empty()) f.shape = plan.instrs[instrs.back()].shape.to_shape();
   // Sized once from the instruction count (each instruction reads at most 3 operands; a
   // kernel has at most 128 instructions): the lists do not regrow while filling.
   size_t reads = 0;

@@ -45,8 +45,8 @@ const char* kind_name(KernelKind k) {
 
 struct Group {
   KernelKind kind;
-  Shape loop;       // elementwise: the loop shape; reduce: its input shape (the prologue's)
-  Shape out_shape;  // reduce/matmul: the shape their epilogue runs over
+  Dims loop;       // elementwise: the loop shape; reduce: its input shape (the prologue's)
+  Dims out_shape;  // reduce/matmul: the shape their epilogue runs over
   int32_t anchor = -1;  // the reduce/matmul instruction
   std::vector<int32_t> instrs;
   // Instr::shape_id of `loop` (elementwise) or `out_shape` (reduce, matmul): -1 when unknown.
@@ -140,7 +140,8 @@ class Fuser {
     readers_.emplace_back();
     const int32_t gi = static_cast<int32_t>(groups_.size()) - 1;
     if (kind == KernelKind::kElementwise) {
-      open_by_loop_[in.shape] = gi;
+      if (auto it = open_by_loop_.find(in.shape.span()); it != open_by_loop_.end()) it->second = gi;
+      else open_by_loop_.emplace(in.shape.to_shape(), gi);
       last_loop_ = &in;
       last_open_ = gi;
     }
@@ -164,7 +165,7 @@ class Fuser {
   // The memo compares shape numbers (Plan::same_shape), not the shapes.
   int32_t open_group(const Instr& in) {
     if (last_loop_ != nullptr && p_.same_shape(*last_loop_, in)) return last_open_;
-    auto it = open_by_loop_.find(in.shape);
+    auto it = open_by_loop_.find(in.shape.span());
     last_loop_ = &in;
     last_open_ = it == open_by_loop_.end() ? -1 : it->second;
     return last_open_;
@@ -175,7 +176,7 @@ class Fuser {
 
   // Kernel h (older than g) may move into g if it is a plain elementwise kernel over `loop`,
   // and no kernel that runs between them reads it (those would then run before their input).
-  FusionDecision can_merge(int32_t h, int32_t g, const Shape& loop) const {
+  FusionDecision can_merge(int32_t h, int32_t g, IntSpan loop) const {
     const Group& H = groups_[h];
     if (H.kind != KernelKind::kElementwise || H.loop != loop)
       return no("kernel %d (%s %s) is not an elementwise kernel of loop shape %s", h,
@@ -271,7 +272,7 @@ class Fuser {
       return FusionDecision::yes();
     }
     // Elementwise. Its shape is compared by number where both have one (no read of it).
-    const Shape& want = G.kind == KernelKind::kElementwise ? G.loop : G.out_shape;
+    const Dims& want = G.kind == KernelKind::kElementwise ? G.loop : G.out_shape;
     if (G.shape_id >= 0 && shape_id(in) >= 0 ? G.shape_id == in.shape_id : in.shape == want)
       return FusionDecision::yes();
     if (G.kind == KernelKind::kReduce)
@@ -302,7 +303,16 @@ class Fuser {
   std::vector<int32_t> group_of_;  // instruction -> group
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
-  absl::flat_hash_map<Shape, int32_t> open_by_loop_;  // newest elementwise group per loop shape
+  // Newest elementwise group per loop shape; looked up by span (no Shape made per lookup).
+  struct SpanHash {
+    using is_transparent = void;
+    size_t operator()(IntSpan s) const { return absl::HashOf(s); }
+  };
+  struct SpanEq {
+    using is_transparent = void;
+    bool operator()(IntSpan a, IntSpan b) const { return a == b; }
+  };
+  absl::flat_hash_map<Shape, int32_t, SpanHash, SpanEq> open_by_loop_;
   const Instr* last_loop_ = nullptr;  // open_group's memo: an instruction (of p_.instrs), its entry
   int32_t last_open_ = -1;
 };

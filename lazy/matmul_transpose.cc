@@ -8,7 +8,7 @@ namespace sloth::lazy {
 namespace {
 
 // Does `v` (a view instruction reading a 2-D value) swap its two dims?
-bool transposes_2d(const Instr& v, const Shape& in_shape) {
+bool transposes_2d(const Instr& v, IntSpan in_shape) {
   if (in_shape.size() != 2 || v.shape.size() != 2) return false;
   switch (v.op) {
     case OpId::kT: return true;
@@ -64,7 +64,7 @@ int transpose_matmul_outputs(Plan& p) {
     const int32_t a = mm.in[0], b = mm.in[1];
     // a^T reuses the GEMM's old output slot (now read by nobody); b^T gets a new one.
     auto transpose_of = [&](int32_t src, int32_t slot) {
-      const Shape& s = p.slots[src].shape;
+      const Dims& s = p.slots[src].shape;
       Instr t{view.op, p.slots[src].dtype, Shape{s[1], s[0]}, view.attrs, {src}, slot};
       p.slots[slot].kind = SlotKind::kValue;
       p.slots[slot].dtype = t.dtype;

@@ -10,6 +10,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "core/attrs.h"
+#include "core/dims.h"
 #include "core/op_table.h"
 #include "core/shape.h"
 
@@ -28,7 +29,7 @@ struct Slot {
   SlotKind kind = SlotKind::kValue;
   DType dtype = DType::kFloat32;
   int32_t index = 0;  // kInput/kScalar: position in the bound arrays
-  Shape shape;
+  Dims shape;
 };
 
 // An instruction's attributes, kept out of line: most instructions have none (null reads as
@@ -58,7 +59,7 @@ class InstrAttrs {
 struct Instr {
   OpId op;
   DType dtype;
-  Shape shape;
+  Dims shape;
   InstrAttrs attrs;
   absl::InlinedVector<int32_t, 3> in;  // slot ids
   int32_t out;                         // slot id

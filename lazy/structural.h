@@ -100,7 +100,7 @@ class StructuralEnv {
   virtual const DeviceData& get(int slot) = 0;
   virtual void set(int slot, DeviceData d) = 0;
   // A fresh contiguous buffer.
-  virtual DeviceData alloc(const Shape& shape, DType dtype) = 0;
+  virtual DeviceData alloc(IntSpan shape, DType dtype) = 0;
   // A fresh contiguous copy of `x` converted to `dtype`.
   virtual DeviceData contiguous(const DeviceData& x, DType dtype) = 0;
   // dst (+)= src over dst's shape (src broadcasts, dtypes convert).
@@ -127,7 +127,7 @@ class StructuralOf final : public StructuralEnv {
   std::string_view name() const override { return name_; }
   const DeviceData& get(int slot) override { return env_.get(slot); }
   void set(int slot, DeviceData d) override { env_.set(slot, std::move(d)); }
-  DeviceData alloc(const Shape& shape, DType dtype) override { return env_.alloc(shape, dtype); }
+  DeviceData alloc(IntSpan shape, DType dtype) override { return env_.alloc(shape, dtype); }
   DeviceData contiguous(const DeviceData& x, DType dtype) override {
     return Contiguous(env_, x, dtype);
   }

@@ -16,7 +16,7 @@ struct Builder {
     Slot s;
     s.kind = SlotKind::kInput;
     s.index = p.num_inputs++;
-    s.shape = {4};
+    s.shape = Dims{4};
     p.slots.push_back(s);
     return static_cast<int32_t>(p.slots.size()) - 1;
   }

@@ -53,8 +53,11 @@ struct Builder {
   }
   int op(OpId op, std::vector<int> in, Attrs a = {}) {
     std::vector<TensorMeta> metas;
+    std::vector<Shape> shapes;  // TensorMeta points at a Shape; slots hold Dims
+    shapes.reserve(in.size());
+    for (int s : in) shapes.push_back(p.slots[s].shape.to_shape());
     for (int s : in)
-      metas.push_back({&p.slots[s].shape, p.slots[s].dtype, p.slots[s].kind == SlotKind::kScalar});
+      metas.push_back({&shapes[metas.size()], p.slots[s].dtype, p.slots[s].kind == SlotKind::kScalar});
     OutputMeta out;
     EXPECT_TRUE(infer(op, metas, a, &out).ok());
     p.slots.push_back({SlotKind::kValue, out.dtype, 0, out.shape});

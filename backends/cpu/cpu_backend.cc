@@ -87,10 +87,10 @@ class CpuExecutable final : public lazy::Executable {
         st.io = b.io;  // shared: what a step reads and runs does not depend on sizes
         if ((b.kind == StepKind::kElementwise || b.kind == StepKind::kFusedReduce) && b.program) {
           const Instr* red = b.kind == StepKind::kFusedReduce ? &plan_.instrs[b.instr] : nullptr;
-          const Shape& loop = red                ? plan_.slots[red->in[0]].shape
-                              : b.io->instrs.empty() ? b.program->loop_shape()
-                                                     : plan_.instrs[b.io->instrs.back()].shape;
-          st.program = b.program->resized(loop, red);
+          const IntSpan loop = red                  ? plan_.slots[red->in[0]].shape.span()
+                               : b.io->instrs.empty() ? IntSpan(b.program->loop_shape())
+                                                      : plan_.instrs[b.io->instrs.back()].shape.span();
+          st.program = b.program->resized(Shape(loop.begin(), loop.end()), red);
         }
         steps_[k].push_back(std::move(st));
       }
@@ -537,7 +537,7 @@ class CpuExecutable final : public lazy::Executable {
           bool ok = true;
           for (int32_t r : st.io->reads) {
             if (produced_by[r] != static_cast<int32_t>(start)) continue;
-            const Shape& rs = plan_.slots[r].shape;
+            const Dims& rs = plan_.slots[r].shape;
             ok = ok && rs.size() == loop.size() && rs[0] == rows;
             linked = true;
           }

@@ -10,13 +10,13 @@ namespace sloth::cpu {
 
 using lazy::SlotKind;
 
-DeviceData Env::alloc(const Shape& shape, DType dtype) {
+DeviceData Env::alloc(IntSpan shape, DType dtype) {
   DeviceData d = lazy::allocate_data(cpu_allocator(), shape, dtype);
   stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
   return d;
 }
 
-DeviceData& Env::alloc_to(int slot, const Shape& shape, DType dtype) {
+DeviceData& Env::alloc_to(int slot, IntSpan shape, DType dtype) {
   DeviceData& d = vals[slot];
   int64_t ne = 1;
   for (int64_t v : shape) ne *= v;

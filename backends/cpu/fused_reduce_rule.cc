@@ -22,7 +22,7 @@ int fusable_reduce(const Plan& plan, const lazy::Kernel& kern) {
   const Instr& r = plan.instrs[kern.instrs[anchor]];
   if (r.op != OpId::kSum && r.op != OpId::kProd && r.op != OpId::kAmax && r.op != OpId::kAmin)
     return 0;
-  const Shape& xs = plan.slots[r.in[0]].shape;
+  const Dims& xs = plan.slots[r.in[0]].shape;
   bool produced = false;
   for (int j = 0; j < anchor; ++j) {
     const Instr& p = plan.instrs[kern.instrs[j]];

@@ -105,10 +105,10 @@ struct Env {
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.
-  DeviceData alloc(const Shape& shape, DType dtype);
+  DeviceData alloc(IntSpan shape, DType dtype);
   // The same, written straight into slot `slot` (its layout vectors keep their capacity from
   // earlier runs, so steady-state runs allocate nothing but the Storage).
-  DeviceData& alloc_to(int slot, const Shape& shape, DType dtype);
+  DeviceData& alloc_to(int slot, IntSpan shape, DType dtype);
   // The slot's data; scalar slots become a 0-dim buffer the first time they are asked for.
   const DeviceData& get(int slot) {
     const DeviceData& d = vals[slot];

@@ -228,7 +228,7 @@ absl::Status run_plane_index(Env& env, const Instr& in) {
   const DeviceData& v = contiguous(env, env.get(in.in[0]), kv);  // x (gather) or g (scatter)
   const DeviceData& ix = contiguous(env, env.get(in.in[1]), ki);
   DeviceData& out = env.alloc_to(in.out, in.shape, in.dtype);
-  const Shape& big = kScatter ? in.shape : v.layout.shape;  // the [N, C, H, W] side
+  const IntSpan big = kScatter ? in.shape.span() : IntSpan(v.layout.shape);  // the [N, C, H, W] side
   const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
   const int64_t l = planes > 0 ? ix.numel() / planes : 0;
   if (planes == 0) return absl::OkStatus();

@@ -21,7 +21,7 @@ int64_t slot_bytes(const lazy::Plan& plan, int32_t s) {
 double instr_flops(const lazy::Plan& plan, const lazy::Instr& in) {
   const OpCategory cat = op_info(in.op).category;
   if (cat == OpCategory::Matmul) {
-    const Shape& a = plan.slots[in.in[0]].shape;
+    const Dims& a = plan.slots[in.in[0]].shape;
     return 2.0 * static_cast<double>(numel(in.shape)) * static_cast<double>(a.empty() ? 1 : a.back());
   }
   if (is_elementwise(in.op)) return static_cast<double>(numel(in.shape));

@@ -147,7 +147,7 @@ absl::Status run_unfold(Env& env, const Instr& in) {
 absl::Status run_fold(Env& env, const Instr& in) {
   DeviceData x = env.get(in.in[0]);
   if (!x.is_contiguous()) x = make_contiguous(env, x, x.dtype);
-  const Shape& os = in.shape;
+  const Dims& os = in.shape;
   Geometry g{1, os[os.size() - 3], os[os.size() - 2], os.back(), 0, 0, WindowAttrs::of(in.attrs)};
   for (size_t d = 0; d + 2 < os.size(); ++d) g.planes *= os[d];
   g.finish();

@@ -83,7 +83,7 @@ absl::Status run_conv_forward(RunEnv& env, const Instr& in) {
     if (in.in.size() > 2) {
       DeviceData b = env.get(in.in[2]);
       Layout bl = b.layout;
-      bl.shape = in.shape;
+      bl.shape = in.shape.to_shape();
       bl.strides = {0, b.layout.strides[0], 0, 0};
       copy_into(y, with_layout(b, bl), /*accumulate=*/true);
     }

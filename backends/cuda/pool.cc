@@ -40,7 +40,7 @@ absl::Status run_plane_index(RunEnv& env, const Instr& in) {
   if (!ix.is_contiguous()) ix = make_contiguous(env, ix, ix.dtype);
   if (in.dtype != DType::kFloat32 && in.dtype != DType::kFloat64)
     return absl::InternalError("cuda backend: max_pool2d takes float32 or float64");
-  const Shape& big = kScatter ? in.shape : v.layout.shape;
+  const IntSpan big = kScatter ? in.shape.span() : IntSpan(v.layout.shape);
   const int64_t planes = big[0] * big[1], hw = big[2] * big[3];
   const int64_t l = planes > 0 ? ix.numel() / planes : 0;
   DeviceData out = env.alloc(in.shape, in.dtype);

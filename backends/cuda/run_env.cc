@@ -11,7 +11,7 @@ namespace sloth::cuda {
 
 using lazy::SlotKind;
 
-DeviceData RunEnv::alloc(const Shape& shape, DType dtype) {
+DeviceData RunEnv::alloc(IntSpan shape, DType dtype) {
   DeviceData d = lazy::allocate_data(&caching_allocator(), shape, dtype);
   stats->bytes_allocated += static_cast<int64_t>(d.storage->bytes());
   return d;

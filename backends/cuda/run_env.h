@@ -24,7 +24,7 @@ struct RunEnv {
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // A new contiguous tensor from the caching allocator, counted in stats.
-  DeviceData alloc(const Shape& shape, DType dtype);
+  DeviceData alloc(IntSpan shape, DType dtype);
   // The slot's value; a kScalar slot is materialized as a 0-dim device tensor on first read.
   const DeviceData& get(int slot);
   // The slot's value as a host double (a device read for tensor slots).

@@ -15,7 +15,7 @@ absl::Status run_window(RunEnv& env, const Instr& in, bool unfold) {
     return absl::InternalError("cuda backend: unfold/fold take float32 or float64");
   const WindowAttrs a = WindowAttrs::of(in.attrs);
   // The image side: the input of Unfold, the output of Fold ([N, C, H, W] or [C, H, W]).
-  const Shape& img = unfold ? x.layout.shape : in.shape;
+  const IntSpan img = unfold ? IntSpan(x.layout.shape) : in.shape.span();
   const int64_t r = static_cast<int64_t>(img.size());
   const int64_t n = r == 4 ? img[0] : 1, c = img[r - 3], h = img[r - 2], w = img[r - 1];
   DeviceData out = env.alloc(in.shape, in.dtype);
