@@ -183,7 +183,9 @@ struct EwFormMemo::State {
   size_t sig_len = 0;
   std::vector<int32_t> slots;      // local number -> slot of the kernel being signed
   EwForm last;                     // the last form built, its slots as local numbers
-  bool valid = false;
+  bool valid = false;              // `last` and last_sig are the last kernel's
+  uint64_t print = 0;              // the last kernel's fingerprint (build)
+  bool have_print = false;
 
   // False when the kernel is not elementwise (build_ew_form reports it).
   bool sign(const Plan& plan, const std::vector<int32_t>& instrs,
@@ -249,9 +251,25 @@ EwForm EwFormMemo::build(const Plan& plan, const std::vector<int32_t>& instrs,
                          bool* reused) {
   State& m = *st_;
   *reused = false;
-  if (reduce != nullptr || instrs.empty() || !m.sign(plan, instrs, materialize)) {
-    m.valid = false;
+  if (reduce != nullptr || instrs.empty()) {
+    m.valid = m.have_print = false;
     return build_ew_form(plan, instrs, materialize, reduce);
+  }
+  // A kernel is signed only when its fingerprint (sizes, first and last op) equals the last
+  // kernel's: a plan of varied kernels (a model's) pays ~10 instructions per kernel, not a
+  // signature per instruction. A run of equal kernels is signed from its second kernel on
+  // and reuses from its third.
+  const Instr& front = plan.instrs[instrs.front()];
+  const Instr& back = plan.instrs[instrs.back()];
+  const uint64_t print = instrs.size() ^ materialize.size() << 20 ^
+                         static_cast<uint64_t>(front.op) << 32 ^ static_cast<uint64_t>(back.op) << 48 ^
+                         static_cast<uint64_t>(back.dtype) << 40;
+  const bool maybe = m.have_print && print == m.print;
+  m.print = print;
+  m.have_print = true;
+  if (!maybe || !m.sign(plan, instrs, materialize)) {
+    m.valid = false;
+    return build_ew_form(plan, instrs, materialize, nullptr);
   }
   if (m.valid && m.same_as_last()) {
     EwForm f = m.last;

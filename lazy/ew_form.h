@@ -67,7 +67,9 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
 // materialized.
 // The form is then the last one with its slots renamed (and this kernel's loop shape); the
 // forms are equal to build_ew_form's. An automatic flush cuts a chain into ~100 such kernels
-// per plan, and rebuilding each form was ~340 instructions per instruction of the plan.
+// per plan, and rebuilding each form was ~340 instructions per instruction of the plan. Only
+// a kernel whose sizes and first and last ops match the last kernel's is compared, so a run
+// of equal kernels reuses from its third kernel on.
 class EwFormMemo {
  public:
   EwFormMemo();

@@ -321,12 +321,12 @@ void expect_same_form(const lazy::EwForm& a, const lazy::EwForm& b) {
 
 TEST(EwForm, MemoRenamesSlotsOfAnEqualKernel) {
   lazy::Plan plan;
-  plan.slots.resize(12);
+  plan.slots.resize(14);
   plan.slots[0] = {lazy::SlotKind::kInput, DType::kFloat32, 0, {4}};
   plan.slots[1] = {lazy::SlotKind::kScalar, DType::kFloat32, 0, {}};
   plan.slots[2] = {lazy::SlotKind::kInput, DType::kInt32, 1, {4}};
   plan.input_strides = {{1}, {1}};
-  for (int s = 3; s < 12; ++s) plan.slots[s] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4}};
+  for (int s = 3; s < 14; ++s) plan.slots[s] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4}};
   auto instr = [](OpId op, std::initializer_list<int32_t> in, int32_t out, int64_t n = 4) {
     lazy::Instr i{op, DType::kFloat32, {n}, {}, {}, out};
     i.in.assign(in.begin(), in.end());
@@ -335,12 +335,17 @@ TEST(EwForm, MemoRenamesSlotsOfAnEqualKernel) {
   plan.instrs = {instr(OpId::kAdd, {0, 1}, 3), instr(OpId::kMul, {3, 3}, 4),     // A
                  instr(OpId::kAdd, {4, 1}, 5), instr(OpId::kMul, {5, 5}, 6, 8),  // A, renamed
                  instr(OpId::kAdd, {2, 1}, 7), instr(OpId::kMul, {7, 7}, 8),     // int32 operand
-                 instr(OpId::kAdd, {6, 1}, 9), instr(OpId::kMul, {9, 6}, 10)};   // other pattern
+                 instr(OpId::kAdd, {6, 1}, 9), instr(OpId::kMul, {9, 6}, 10),    // other pattern
+                 instr(OpId::kAdd, {10, 1}, 11), instr(OpId::kMul, {11, 11}, 12)};  // A again
   lazy::EwFormMemo memo;
   bool reused = true;
   const lazy::EwForm a = memo.build(plan, {0, 1}, {4}, nullptr, &reused);
   EXPECT_FALSE(reused);
   expect_same_form(a, lazy::build_ew_form(plan, {0, 1}, {4}));
+  // The second of a run is compared (its fingerprint matches) and built, the third reused.
+  const lazy::EwForm e = memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(e, lazy::build_ew_form(plan, {8, 9}, {12}));
   const lazy::EwForm b = memo.build(plan, {2, 3}, {6}, nullptr, &reused);
   EXPECT_TRUE(reused) << "same ops and pattern over other slots";
   expect_same_form(b, lazy::build_ew_form(plan, {2, 3}, {6}));
@@ -351,12 +356,18 @@ TEST(EwForm, MemoRenamesSlotsOfAnEqualKernel) {
   const lazy::EwForm b2 = memo.build(plan, {2, 3}, {5, 6}, nullptr, &reused);
   EXPECT_FALSE(reused);
   expect_same_form(b2, lazy::build_ew_form(plan, {2, 3}, {5, 6}));
-  // An int32 operand is loaded as int32 and converted: built.
+  // An int32 operand is loaded as int32 and converted: built (compared with A's form).
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  memo.build(plan, {2, 3}, {6}, nullptr, &reused);
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_TRUE(reused);
   const lazy::EwForm c = memo.build(plan, {4, 5}, {8}, nullptr, &reused);
   EXPECT_FALSE(reused);
   expect_same_form(c, lazy::build_ew_form(plan, {4, 5}, {8}));
   // mul(9, 6) reads an operand of the kernel, not the add's result twice: built.
   memo.build(plan, {2, 3}, {6}, nullptr, &reused);
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_TRUE(reused);
   const lazy::EwForm d = memo.build(plan, {6, 7}, {10}, nullptr, &reused);
   EXPECT_FALSE(reused);
   expect_same_form(d, lazy::build_ew_form(plan, {6, 7}, {10}));
