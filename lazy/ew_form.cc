@@ -169,6 +169,133 @@ EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
   return f;
 }
 
+// The kernel up to slot names: per instruction its op, dtype, arity and (comparisons) the
+// dtype it compares in, then the local numbers of its operands and output; an operand's first
+// mention also records whether it is a scalar and its dtype (what build_ew_form reads of a
+// slot: an input and a computed value are both loaded); then the
+// local numbers of the materialized slots. Local numbers count slots in order of first
+// mention, so two kernels with equal signatures differ only by a renaming of slots.
+struct EwFormMemo::State {
+  FormScratch table;  // slot -> local number (SlotEntry::internal)
+  // The signatures are written through raw pointers into buffers sized for the largest
+  // kernel seen (push_back per word was most of the signature's cost).
+  std::vector<uint32_t> sig_buf, last_sig;
+  size_t sig_len = 0;
+  std::vector<int32_t> slots;      // local number -> slot of the kernel being signed
+  EwForm last;                     // the last form built, its slots as local numbers
+  bool valid = false;              // `last` and last_sig are the last kernel's
+  uint64_t print = 0;              // the last kernel's fingerprint (build)
+  bool have_print = false;
+
+  // False when the kernel is not elementwise (build_ew_form reports it).
+  bool sign(const Plan& plan, const std::vector<int32_t>& instrs,
+            const std::vector<int32_t>& materialize) {
+    // At most 3 operands per instruction (checked below before any is written).
+    const size_t max_slots = 4 * instrs.size() + materialize.size();
+    table.begin(max_slots);
+    const size_t max_words = 2 + 5 * instrs.size() + max_slots + materialize.size();
+    if (sig_buf.size() < max_words) sig_buf.resize(max_words);
+    if (slots.size() < max_slots) slots.resize(max_slots);
+    uint32_t* w = sig_buf.data();
+    int32_t* named = slots.data();
+    int next = 0;
+    *w++ = static_cast<uint32_t>(instrs.size());
+    *w++ = static_cast<uint32_t>(materialize.size());
+    // A slot's local number; an operand's first mention also records what build_ew_form
+    // reads of it (whether it is a scalar, its dtype). An output's or a materialized slot's first mention
+    // needs neither: a slot defined here is read as the value computed.
+    auto local = [&](int32_t slot, bool operand) {
+      SlotEntry& e = table.at(slot);
+      if (e.internal < 0) {
+        e.internal = next++;
+        *named++ = slot;
+        if (operand)
+          *w++ = 0x80000000u | (plan.slot_kind(slot) == SlotKind::kScalar ? 0x100u : 0u) |
+                 static_cast<uint32_t>(plan.slots[slot].dtype);
+        else
+          *w++ = 0x40000000u;
+      }
+      return static_cast<uint32_t>(e.internal);
+    };
+    for (int32_t ii : instrs) {
+      const Instr& in = plan.instrs[ii];
+      if (!is_elementwise(in.op) || in.in.size() > 3) return false;
+      const uint32_t cmp = op_facts(in.op).compare ? 1 + static_cast<uint32_t>(in.attrs->dtype) : 0;
+      *w++ = static_cast<uint32_t>(in.op) | static_cast<uint32_t>(in.dtype) << 16 |
+             static_cast<uint32_t>(in.in.size()) << 24 | cmp << 26;
+      for (int32_t s : in.in) {
+        const uint32_t l = local(s, true);
+        *w++ = l;
+      }
+      const uint32_t l = local(in.out, false);
+      *w++ = l;
+    }
+    for (int32_t s : materialize) {
+      const uint32_t l = local(s, false);
+      *w++ = l;
+    }
+    sig_len = static_cast<size_t>(w - sig_buf.data());
+    return true;
+  }
+  bool same_as_last() const {
+    return sig_len == last_sig.size() &&
+           std::equal(last_sig.begin(), last_sig.end(), sig_buf.begin());
+  }
+};
+
+EwFormMemo::EwFormMemo() : st_(std::make_unique<State>()) {}
+EwFormMemo::~EwFormMemo() = default;
+
+EwForm EwFormMemo::build(const Plan& plan, const std::vector<int32_t>& instrs,
+                         const std::vector<int32_t>& materialize, const Instr* reduce,
+                         bool* reused) {
+  State& m = *st_;
+  *reused = false;
+  if (reduce != nullptr || instrs.empty()) {
+    m.valid = m.have_print = false;
+    return build_ew_form(plan, instrs, materialize, reduce);
+  }
+  // A kernel is signed only when its fingerprint (sizes, first and last op) equals the last
+  // kernel's: a plan of varied kernels (a model's) pays ~10 instructions per kernel, not a
+  // signature per instruction. A run of equal kernels is signed from its second kernel on
+  // and reuses from its third.
+  const Instr& front = plan.instrs[instrs.front()];
+  const Instr& back = plan.instrs[instrs.back()];
+  const uint64_t print = instrs.size() ^ materialize.size() << 20 ^
+                         static_cast<uint64_t>(front.op) << 32 ^ static_cast<uint64_t>(back.op) << 48 ^
+                         static_cast<uint64_t>(back.dtype) << 40;
+  const bool maybe = m.have_print && print == m.print;
+  m.print = print;
+  m.have_print = true;
+  if (!maybe || !m.sign(plan, instrs, materialize)) {
+    m.valid = false;
+    return build_ew_form(plan, instrs, materialize, nullptr);
+  }
+  if (m.valid && m.same_as_last()) {
+    EwForm f = m.last;
+    f.shape = plan.instrs[instrs.back()].shape.to_shape();
+    for (EwForm::Step& s : f.steps)
+      if (s.slot >= 0) s.slot = m.slots[s.slot];
+    for (EwForm::Operand& o : f.operands) o.slot = m.slots[o.slot];
+    for (EwForm::Output& o : f.outputs) o.slot = m.slots[o.slot];
+    *reused = true;
+    return f;
+  }
+  EwForm f = build_ew_form(plan, instrs, materialize, nullptr);
+  m.valid = f.error.empty();
+  if (m.valid) {
+    // Every slot the form names was numbered by sign() (the table is still this kernel's).
+    m.last = f;
+    m.last.shape = Shape();  // each reuse takes its kernel's shape
+    for (EwForm::Step& s : m.last.steps)
+      if (s.slot >= 0) s.slot = m.table.at(s.slot).internal;
+    for (EwForm::Operand& o : m.last.operands) o.slot = m.table.at(o.slot).internal;
+    for (EwForm::Output& o : m.last.outputs) o.slot = m.table.at(o.slot).internal;
+    m.last_sig.assign(m.sig_buf.begin(), m.sig_buf.begin() + m.sig_len);
+  }
+  return f;
+}
+
 std::string ew_call(const EwForm::Step& step, std::span<const std::string> args,
                     const char* (*type_name)(DType)) {
   const char* op = ew_op_name(static_cast<int>(step.op));

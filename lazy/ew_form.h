@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,6 +60,29 @@ struct EwForm {
 // instructions).
 EwForm build_ew_form(const Plan& plan, const std::vector<int32_t>& instrs,
                      const std::vector<int32_t>& materialize, const Instr* reduce = nullptr);
+
+// Builds the forms of a thread's kernels (build_ew_form), reusing the last form it built when
+// a kernel differs from that form's kernel only in the slots it names: same ops, dtypes and
+// operand pattern, operands of the same dtypes (scalars where scalars), the same slots
+// materialized.
+// The form is then the last one with its slots renamed (and this kernel's loop shape); the
+// forms are equal to build_ew_form's. An automatic flush cuts a chain into ~100 such kernels
+// per plan, and rebuilding each form was ~340 instructions per instruction of the plan. Only
+// a kernel whose sizes and first and last ops match the last kernel's is compared, so a run
+// of equal kernels reuses from its third kernel on.
+class EwFormMemo {
+ public:
+  EwFormMemo();
+  ~EwFormMemo();
+  // The form of `instrs` writing `materialize` (as build_ew_form); *reused: the last form
+  // built here, renamed. Kernels with a fused reduction are always built.
+  EwForm build(const Plan& plan, const std::vector<int32_t>& instrs,
+               const std::vector<int32_t>& materialize, const Instr* reduce, bool* reused);
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
 
 // The type an elementwise op computes in: its operands' type (where's branches, not its
 // condition).

@@ -287,5 +287,107 @@ TEST(EwForm, ConsecutiveFormsShareNothing) {
   for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a2.steps[i].out, a.steps[i].out);
 }
 
+// EwFormMemo reuses the last form for a kernel that differs only in the slots it names (the
+// windows of a long chain), renaming its slots and taking the kernel's shape; a kernel that
+// differs in anything build_ew_form reads (an operand's dtype or kind, the operand pattern,
+// the slots wanted) is built. Every form equals build_ew_form's.
+void expect_same_form(const lazy::EwForm& a, const lazy::EwForm& b) {
+  EXPECT_EQ(a.error, b.error);
+  EXPECT_EQ(a.shape, b.shape);
+  EXPECT_EQ(a.values, b.values);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    const auto &x = a.steps[i], &y = b.steps[i];
+    EXPECT_EQ(x.kind, y.kind) << i;
+    EXPECT_EQ(x.out, y.out) << i;
+    EXPECT_EQ(x.slot, y.slot) << i;
+    EXPECT_EQ(x.operand, y.operand) << i;
+    EXPECT_EQ(std::vector<int>(x.in, x.in + 3), std::vector<int>(y.in, y.in + 3)) << i;
+    EXPECT_EQ(x.op, y.op) << i;
+    EXPECT_EQ(x.compute, y.compute) << i;
+  }
+  ASSERT_EQ(a.operands.size(), b.operands.size());
+  for (size_t i = 0; i < a.operands.size(); ++i) {
+    EXPECT_EQ(a.operands[i].slot, b.operands[i].slot);
+    EXPECT_EQ(a.operands[i].dtype, b.operands[i].dtype);
+  }
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    EXPECT_EQ(a.outputs[i].slot, b.outputs[i].slot);
+    EXPECT_EQ(a.outputs[i].value, b.outputs[i].value);
+  }
+  EXPECT_EQ(a.reduced, b.reduced);
+}
+
+TEST(EwForm, MemoRenamesSlotsOfAnEqualKernel) {
+  lazy::Plan plan;
+  plan.slots.resize(14);
+  plan.slots[0] = {lazy::SlotKind::kInput, DType::kFloat32, 0, {4}};
+  plan.slots[1] = {lazy::SlotKind::kScalar, DType::kFloat32, 0, {}};
+  plan.slots[2] = {lazy::SlotKind::kInput, DType::kInt32, 1, {4}};
+  plan.input_strides = {{1}, {1}};
+  for (int s = 3; s < 14; ++s) plan.slots[s] = {lazy::SlotKind::kValue, DType::kFloat32, 0, {4}};
+  auto instr = [](OpId op, std::initializer_list<int32_t> in, int32_t out, int64_t n = 4) {
+    lazy::Instr i{op, DType::kFloat32, {n}, {}, {}, out};
+    i.in.assign(in.begin(), in.end());
+    return i;
+  };
+  plan.instrs = {instr(OpId::kAdd, {0, 1}, 3), instr(OpId::kMul, {3, 3}, 4),     // A
+                 instr(OpId::kAdd, {4, 1}, 5), instr(OpId::kMul, {5, 5}, 6, 8),  // A, renamed
+                 instr(OpId::kAdd, {2, 1}, 7), instr(OpId::kMul, {7, 7}, 8),     // int32 operand
+                 instr(OpId::kAdd, {6, 1}, 9), instr(OpId::kMul, {9, 6}, 10),    // other pattern
+                 instr(OpId::kAdd, {10, 1}, 11), instr(OpId::kMul, {11, 11}, 12)};  // A again
+  lazy::EwFormMemo memo;
+  bool reused = true;
+  const lazy::EwForm a = memo.build(plan, {0, 1}, {4}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(a, lazy::build_ew_form(plan, {0, 1}, {4}));
+  // The second of a run is compared (its fingerprint matches) and built, the third reused.
+  const lazy::EwForm e = memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(e, lazy::build_ew_form(plan, {8, 9}, {12}));
+  const lazy::EwForm b = memo.build(plan, {2, 3}, {6}, nullptr, &reused);
+  EXPECT_TRUE(reused) << "same ops and pattern over other slots";
+  expect_same_form(b, lazy::build_ew_form(plan, {2, 3}, {6}));
+  EXPECT_EQ(b.operands[0].slot, 4);
+  EXPECT_EQ(b.outputs[0].slot, 6);
+  EXPECT_EQ(b.shape, Shape({8})) << "the kernel's own loop shape";
+  // Wanting the intermediate too changes the outputs: built.
+  const lazy::EwForm b2 = memo.build(plan, {2, 3}, {5, 6}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(b2, lazy::build_ew_form(plan, {2, 3}, {5, 6}));
+  // An int32 operand is loaded as int32 and converted: built (compared with A's form).
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  memo.build(plan, {2, 3}, {6}, nullptr, &reused);
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_TRUE(reused);
+  const lazy::EwForm c = memo.build(plan, {4, 5}, {8}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(c, lazy::build_ew_form(plan, {4, 5}, {8}));
+  // mul(9, 6) reads an operand of the kernel, not the add's result twice: built.
+  memo.build(plan, {2, 3}, {6}, nullptr, &reused);
+  memo.build(plan, {8, 9}, {12}, nullptr, &reused);
+  EXPECT_TRUE(reused);
+  const lazy::EwForm d = memo.build(plan, {6, 7}, {10}, nullptr, &reused);
+  EXPECT_FALSE(reused);
+  expect_same_form(d, lazy::build_ew_form(plan, {6, 7}, {10}));
+}
+
+// End to end: a chain cut into many kernels of one form (at most 128 instructions per
+// kernel) over two tensors of different sizes, each kernel computing its own values.
+TEST(EwForm, ChainWindowsOfOneFormComputeTheirOwnValues) {
+  // Both chains add: their windows share one form at different sizes and slots.
+  Tensor a = from_vector<float>({1, 2, 3}, {3});
+  Tensor b = from_vector<float>({10, 20, 30, 40, 50}, {5});
+  Tensor s = from_vector<float>({0.5f, 1, 1.5f}, {3});
+  Tensor t = from_vector<float>({-2, -2, -2, -2, -2}, {5});
+  for (int i = 0; i < 600; ++i) {
+    a = a + s;
+    b = b + t;
+  }
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{301, 602, 903}));
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{-1190, -1180, -1170, -1160, -1150}));
+}
+
 }  // namespace
 }  // namespace sloth

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "backends/cpu/tile_program.h"
 
@@ -52,12 +53,18 @@ TileProgram::Prepared TileProgram::prepare_form(const Plan& plan,
                                                 const std::vector<int32_t>& materialize,
                                                 const ProgramOptions& opt) {
   Prepared p;
-  p.form = std::make_shared<lazy::EwForm>(lazy::build_ew_form(plan, instrs, materialize, opt.reduce));
+  // Consecutive kernels of one form (an automatic flush's chain windows) reuse the form and
+  // its key: the memo renames the last form's slots (lazy/ew_form.h).
+  thread_local lazy::EwFormMemo memo;
+  bool reused = false;
+  p.form = std::make_shared<lazy::EwForm>(memo.build(plan, instrs, materialize, opt.reduce, &reused));
   if (!p.form->error.empty()) return p;
   // The key is built in a buffer the thread reuses (it is read by the constructor this
-  // feeds, before the thread prepares another form).
+  // feeds, before the thread prepares another form). A reused form's key is the one built
+  // last: every form the memo did not reuse had its key built here, or (an error, a fused
+  // reduction) left the memo with nothing to reuse.
   thread_local std::string key;
-  jit::tile_kernel_key(*p.form, &key);
+  if (!reused) jit::tile_kernel_key(*p.form, &key);
   p.key = key;
   CoreCache& c = core_cache();
   std::lock_guard<std::mutex> lock(c.mu);
@@ -101,14 +108,21 @@ TileProgram::TileProgram(Prepared prep, const ProgramOptions& opt)
   // uint8 `a`) is read from memory by each of its loads: the last read is the last one over
   // all of them, or an output written in place by an earlier step clobbers what a later load
   // of the same buffer reads.
+  // The values loaded from `d` are found first (one or two), so the scan over the steps
+  // compares each operand with those only (was every operand with every load: ~10k
+  // instructions per program of an automatic flush's chain).
+  absl::InlinedVector<int, 2> d_vals;
   for (int32_t d : opt.donatable) {
+    d_vals.clear();
+    for (const Ext& e : exts_)
+      if (e.slot == d) d_vals.push_back(e.val);
+    if (d_vals.empty()) continue;  // not an operand of this program: no donor
     int last = -1;
     for (size_t k = 0; k < steps_.size(); ++k) {
       const Step& st = steps_[k];
       bool reads = st.kind == Kind::kLoad && exts_[st.ext].slot == d;
       for (int i : st.in)
-        for (size_t e = 0; e < exts_.size() && !reads; ++e)
-          reads = i >= 0 && exts_[e].slot == d && i == exts_[e].val;
+        for (size_t j = 0; j < d_vals.size() && !reads; ++j) reads = i >= 0 && i == d_vals[j];
       if (reads) last = static_cast<int>(k);
     }
     for (size_t e = 0; e < exts_.size(); ++e)
