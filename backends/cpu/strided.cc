@@ -4,23 +4,37 @@
 
 namespace sloth::cpu {
 
-void coalesce(Shape& shape, absl::Span<Strides* const> strides) {
+namespace {
+
+// The first o entries of v removed (a std::vector or an inline Dims).
+template <class V>
+void drop_front(V& v, size_t o) {
+  std::copy(v.begin() + static_cast<ptrdiff_t>(o), v.end(), v.begin());
+  v.resize(v.size() - o);
+}
+
+template <class V>
+void coalesce_dims(V& shape, absl::Span<V* const> strides) {
   // In place (no allocation: reductions and tile programs coalesce on every run).
   size_t w = 0;  // drop size-1 dims
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     shape[w] = shape[d];
-    for (Strides* st : strides) (*st)[w] = (*st)[d];
+    for (V* st : strides) (*st)[w] = (*st)[d];
     ++w;
   }
   if (w == 0) {
     // A 0-dim or all-ones shape: one element. Keep stride 0 so loaders see a broadcast.
-    shape.assign(1, 1);
-    for (Strides* st : strides) st->assign(1, 0);
+    shape.resize(1);
+    shape[0] = 1;
+    for (V* st : strides) {
+      st->resize(1);
+      (*st)[0] = 0;
+    }
     return;
   }
   shape.resize(w);
-  for (Strides* st : strides) st->resize(w);
+  for (V* st : strides) st->resize(w);
   // Merge dim d into the outermost kept dim o when every operand steps over o exactly once
   // per step of d; kept dims collect at the back (o only moves down, and o > d).
   size_t o = w - 1;
@@ -33,14 +47,19 @@ void coalesce(Shape& shape, absl::Span<Strides* const> strides) {
     } else {
       --o;
       shape[o] = shape[d];
-      for (Strides* st : strides) (*st)[o] = (*st)[d];
+      for (V* st : strides) (*st)[o] = (*st)[d];
     }
   }
   if (o > 0) {
-    shape.erase(shape.begin(), shape.begin() + static_cast<ptrdiff_t>(o));
-    for (Strides* st : strides) st->erase(st->begin(), st->begin() + static_cast<ptrdiff_t>(o));
+    drop_front(shape, o);
+    for (V* st : strides) drop_front(*st, o);
   }
 }
+
+}  // namespace
+
+void coalesce(Shape& shape, absl::Span<Strides* const> strides) { coalesce_dims(shape, strides); }
+void coalesce(Dims& shape, absl::Span<Dims* const> strides) { coalesce_dims(shape, strides); }
 
 namespace {
 

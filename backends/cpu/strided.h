@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "core/dims.h"
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "lazy/device_data.h"
@@ -18,6 +19,7 @@ namespace sloth::cpu {
 // so that a contiguous tensor becomes 1-D and inner loops are as long as possible. Always
 // leaves at least one dim. `strides` are rewritten in place.
 void coalesce(Shape& shape, absl::Span<Strides* const> strides);
+void coalesce(Dims& shape, absl::Span<Dims* const> strides);  // no heap use up to 4 dims
 
 // dst[i] = src[i] (or dst[i] += src[i]) over `shape`, converting src's dtype to dst's.
 // Pointers address element 0 of each view; strides are in elements; stride 0 is allowed on

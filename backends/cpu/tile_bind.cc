@@ -4,6 +4,7 @@
 // run to run and recomputed only when a layout changes.
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "backends/cpu/strided.h"
 #include "backends/cpu/tile_program.h"
@@ -112,19 +113,33 @@ void TileProgram::rebind(Env& env, Bind& b) const {
   b.key_strides.resize(ne);
   b.st.resize(ne + 1);
   b.geo = shape_;
-  std::vector<const DeviceData*> data(ne);
+  absl::InlinedVector<const DeviceData*, 8> data(ne);
+  const size_t nd_out = shape_.size();
   for (size_t e = 0; e < ne; ++e) {
-    data[e] = &env.get(exts_[e].slot);
-    b.key_dtype[e] = data[e]->dtype;
-    b.key_shape[e] = data[e]->layout.shape;
-    b.key_strides[e] = data[e]->layout.strides;
-    b.st[e] = broadcast_strides(data[e]->layout.shape, data[e]->layout.strides, shape_);
+    const DeviceData& x = *(data[e] = &env.get(exts_[e].slot));
+    b.key_dtype[e] = x.dtype;
+    b.key_shape[e] = x.layout.shape;
+    b.key_strides[e] = x.layout.strides;
+    // broadcast_strides(), written in place: 0 where a dim is broadcast.
+    Dims& s = b.st[e];
+    s.resize(nd_out);
+    const size_t nd = x.layout.shape.size(), off = nd_out - nd;
+    for (size_t i = 0; i < off; ++i) s[i] = 0;
+    for (size_t i = 0; i < nd; ++i) s[off + i] = x.layout.shape[i] == 1 ? 0 : x.layout.strides[i];
   }
-  b.st.back() = contiguous_strides(shape_);
-  std::vector<Strides*> sp;
+  {
+    Dims& lin = b.st.back();  // contiguous_strides(shape_)
+    lin.resize(nd_out);
+    int64_t acc = 1;
+    for (size_t i = nd_out; i-- > 0;) {
+      lin[i] = acc;
+      acc *= std::max<int64_t>(shape_[i], 1);
+    }
+  }
+  absl::InlinedVector<Dims*, 9> sp;
   for (auto& x : b.st) sp.push_back(&x);
-  coalesce(b.geo, sp);
-  const Strides& lin = b.st.back();
+  coalesce(b.geo, absl::MakeConstSpan(sp));
+  const Dims& lin = b.st.back();
   b.bound.assign(ne, Bound{});
   for (size_t e = 0; e < ne; ++e) {
     Bound& x = b.bound[e];

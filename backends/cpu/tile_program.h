@@ -106,11 +106,13 @@ class TileProgram final : public ElementwiseProgram {
   struct Bind {
     bool valid = false;
     uint64_t gen = 0;  // Env::layout_gen of the last run whose layouts matched the keys
+    // Inline Dims, not vectors: a plan's first run rebinds every program (a heap block per
+    // operand per vector was a third of the mallocs of planning a model-sized graph).
     std::vector<DType> key_dtype;
-    std::vector<Shape> key_shape;
-    std::vector<Strides> key_strides;
-    Shape geo;
-    std::vector<Strides> st;
+    std::vector<Dims> key_shape;
+    std::vector<Dims> key_strides;
+    Dims geo;
+    std::vector<Dims> st;
     std::vector<Bound> bound;  // args.base set per run
     std::vector<double> cv;
     std::vector<char*> outp;
