@@ -27,13 +27,18 @@ struct DeviceData {
 
 // dst = src for the short dim vectors of layouts, without a call to memmove when the sizes
 // already agree (replays copy the same few dims thousands of times).
-inline void assign_dims(std::vector<int64_t>& dst, IntSpan src) {
+// Inlined into the replay loops (dozens of calls per replay); a size change goes out of line.
+[[gnu::noinline]] inline void assign_dims_resized(std::vector<int64_t>& dst, IntSpan src) {
+  dst.assign(src.begin(), src.end());
+}
+[[gnu::always_inline]] inline void assign_dims(std::vector<int64_t>& dst, IntSpan src) {
   const size_t n = src.size();
-  if (dst.size() != n) {
-    dst.assign(src.begin(), src.end());
+  if (dst.size() != n) [[unlikely]] {
+    assign_dims_resized(dst, src);
     return;
   }
-  for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+  int64_t* d = dst.data();
+  for (size_t k = 0; k < n; ++k) d[k] = src[k];
 }
 // dst = src (storage shared), keeping dst's layout vectors' capacity.
 inline void assign_data(DeviceData& dst, const DeviceData& src) {
