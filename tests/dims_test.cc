@@ -60,5 +60,27 @@ TEST(Dims, RecordEveryRank) {
   }
 }
 
+// Plan slots, instructions and a tile program's bound strides are Dims too: a 6-dim fused
+// kernel over a broadcast operand and a transposed one (dims spilled to the heap everywhere)
+// computes every element right.
+TEST(Dims, FusedKernelOverSpilledBroadcastAndTransposedOperands) {
+  const Shape xs = {2, 1, 3, 1, 2, 2};
+  Tensor x = arange(24).to(kFloat32).reshape(xs);
+  Tensor y = arange(6).to(kFloat32).reshape({3, 1, 2, 1});  // broadcast over dims 0, 1, 5
+  Tensor z = (x + y) * x.transpose(0, 5) - 1.0;
+  ASSERT_EQ(z.shape(), xs);
+  std::vector<double> got = z.contiguous().to_vector<double>();
+  auto xv = [](int64_t a, int64_t c, int64_t e, int64_t f) { return ((a * 3 + c) * 2 + e) * 2 + f; };
+  size_t i = 0;
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t e = 0; e < 2; ++e)
+        for (int64_t f = 0; f < 2; ++f, ++i) {
+          const double want = double(xv(a, c, e, f) + c * 2 + e) * double(xv(f, c, e, a)) - 1.0;
+          EXPECT_DOUBLE_EQ(got[i], want) << "element " << i;
+        }
+  EXPECT_EQ(i, got.size());
+}
+
 }  // namespace
 }  // namespace sloth
