@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <ostream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
@@ -325,6 +327,18 @@ std::vector<Tensor> Tensor::chunk(int64_t n, int64_t dim) const {
 }
 bool Tensor::is_view() const { return need(*this, "is_view").is_view(); }
 Tensor Tensor::base() const { return is_view() ? Tensor(impl()->view_base) : Tensor(); }
+bool Tensor::is_alias_of(const Tensor& other) const {
+  // Views of one base share its alias group (functionalization), as they share its storage
+  // in LibTorch.
+  return need(*this, "is_alias_of").group == need(other, "is_alias_of").group;
+}
+std::string Tensor::toString() const {
+  if (!defined()) return "UndefinedType";
+  static constexpr const char* kScalarType[] = {"Bool", "Int", "Long", "Float", "Double", "Byte"};
+  static_assert(std::size(kScalarType) == kNumDTypes);
+  return absl::StrCat(device().type == DeviceType::kCUDA ? "CUDA" : "CPU",
+                      kScalarType[static_cast<int>(dtype())], "Type");
+}
 
 // ---- in-place ----------------------------------------------------------------------------------
 Tensor& Tensor::copy_(const Tensor& src) { call_op(OpId::kCopy_, {*this, src}); return *this; }

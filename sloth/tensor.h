@@ -115,6 +115,12 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t n, int64_t dim = 0) const;
   bool is_view() const;
   Tensor base() const;
+  // LibTorch spellings. is_same: the same tensor object (a copy of this handle), not equal
+  // values. is_alias_of: shares elements with `other` (a view of it, or of its base).
+  // toString: LibTorch's type name, "CPUFloatType" ("UndefinedType" when undefined).
+  bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+  bool is_alias_of(const Tensor& other) const;
+  std::string toString() const;
 
   // ---- in-place: write through views, bump version() ----
   Tensor& copy_(const Tensor& src);

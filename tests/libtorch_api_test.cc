@@ -448,4 +448,31 @@ TEST(ModuleApi, NamedParametersAreAnOrderedDictWithKeyAndValue) {
   EXPECT_EQ(seq->named_children()["1"]->name(), "ReLU");
 }
 
+
+// LibTorch's identity and type spellings (values from LibTorch 1.13's TensorBase):
+// is_same compares the tensor objects, is_alias_of the storage, toString names the type.
+TEST(TensorConveniences, IsSameIsAliasOfAndToString) {
+  Tensor a = ones({2, 3});
+  Tensor b = a;             // the same tensor object
+  Tensor c = a.clone();     // equal values, its own storage
+  Tensor v = a.narrow(0, 1, 1);  // a view: shares a's storage
+  Tensor w = a.t();
+  EXPECT_TRUE(a.is_same(b));
+  EXPECT_FALSE(a.is_same(c));
+  EXPECT_FALSE(a.is_same(v));
+  EXPECT_TRUE(v.is_alias_of(a));
+  EXPECT_TRUE(v.is_alias_of(w));  // two views of one base
+  EXPECT_FALSE(c.is_alias_of(a));
+  EXPECT_FALSE(Tensor().is_same(a));
+  EXPECT_TRUE(Tensor().is_same(Tensor()));
+  EXPECT_EQ(a.toString(), "CPUFloatType");
+  EXPECT_EQ(a.to(kFloat64).toString(), "CPUDoubleType");
+  EXPECT_EQ(a.to(kInt64).toString(), "CPULongType");
+  EXPECT_EQ(a.to(kInt32).toString(), "CPUIntType");
+  EXPECT_EQ(a.to(kBool).toString(), "CPUBoolType");
+  EXPECT_EQ(a.to(kUInt8).toString(), "CPUByteType");
+  EXPECT_EQ(Tensor().toString(), "UndefinedType");
+  EXPECT_THROW(Tensor().is_alias_of(a), Error);
+}
+
 }  // namespace
