@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "lazy/span_hash.h"
 
 namespace sloth::lazy {
 namespace {
@@ -304,14 +305,6 @@ class Fuser {
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> readers_;  // group -> groups that read its values
   // Newest elementwise group per loop shape; looked up by span (no Shape made per lookup).
-  struct SpanHash {
-    using is_transparent = void;
-    size_t operator()(IntSpan s) const { return absl::HashOf(s); }
-  };
-  struct SpanEq {
-    using is_transparent = void;
-    bool operator()(IntSpan a, IntSpan b) const { return a == b; }
-  };
   absl::flat_hash_map<Shape, int32_t, SpanHash, SpanEq> open_by_loop_;
   const Instr* last_loop_ = nullptr;  // open_group's memo: an instruction (of p_.instrs), its entry
   int32_t last_open_ = -1;

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/prefetch.h"
 #include "lazy/size_key.h"
+#include "lazy/span_hash.h"
 
 namespace sloth::lazy {
 namespace {
@@ -27,14 +28,6 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 
 // The graph's distinct shapes (Graph::shapes), looked up by span: a node's shape is
 // compared with the previous node's first (runs of one shape are the rule), then here.
-struct SpanHash {
-  using is_transparent = void;
-  size_t operator()(IntSpan s) const { return absl::HashOf(s); }
-};
-struct SpanEq {
-  using is_transparent = void;
-  bool operator()(IntSpan a, IntSpan b) const { return a == b; }
-};
 class ShapeTable {
  public:
   explicit ShapeTable(std::vector<Shape>* shapes) : shapes_(shapes) {}
