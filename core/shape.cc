@@ -15,13 +15,17 @@ int64_t numel(IntSpan shape) {
   return n;
 }
 
-Strides contiguous_strides(IntSpan shape) {
-  Strides s(shape.size());
+void contiguous_strides_into(IntSpan shape, absl::Span<int64_t> out) {
   int64_t acc = 1;
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
-    s[i] = acc;
+  for (size_t i = shape.size(); i-- > 0;) {
+    out[i] = acc;
     acc *= std::max<int64_t>(shape[i], 1);
   }
+}
+
+Strides contiguous_strides(IntSpan shape) {
+  Strides s(shape.size());
+  contiguous_strides_into(shape, absl::MakeSpan(s));
   return s;
 }
 
@@ -77,10 +81,15 @@ absl::StatusOr<Shape> broadcast_shapes(const char* op, IntSpan a, IntSpan b) {
   return out;
 }
 
+void broadcast_strides_into(IntSpan shape, IntSpan strides, absl::Span<int64_t> out_strides) {
+  const size_t off = out_strides.size() - shape.size();
+  for (size_t i = 0; i < off; ++i) out_strides[i] = 0;
+  for (size_t i = 0; i < shape.size(); ++i) out_strides[off + i] = shape[i] == 1 ? 0 : strides[i];
+}
+
 Strides broadcast_strides(IntSpan shape, IntSpan strides, IntSpan out) {
-  Strides s(out.size(), 0);
-  size_t off = out.size() - shape.size();
-  for (size_t i = 0; i < shape.size(); ++i) s[off + i] = shape[i] == 1 ? 0 : strides[i];
+  Strides s(out.size());
+  broadcast_strides_into(shape, strides, absl::MakeSpan(s));
   return s;
 }
 

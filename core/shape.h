@@ -17,6 +17,8 @@ using IntSpan = absl::Span<const int64_t>;
 
 int64_t numel(IntSpan shape);
 Strides contiguous_strides(IntSpan shape);
+// The same, written into `out` (size == shape.size()): for inline stride storage (Dims).
+void contiguous_strides_into(IntSpan shape, absl::Span<int64_t> out);
 bool is_contiguous(IntSpan shape, IntSpan strides);
 std::string shape_str(IntSpan shape);  // "[2, 3]"
 
@@ -29,6 +31,8 @@ absl::StatusOr<std::vector<int64_t>> wrap_dims(const char* op, IntSpan dims, int
 absl::StatusOr<Shape> broadcast_shapes(const char* op, IntSpan a, IntSpan b);
 // Strides that read `shape`/`strides` broadcast to `out` (0 where a dim is broadcast).
 Strides broadcast_strides(IntSpan shape, IntSpan strides, IntSpan out);
+// The same, written into `out_strides` (its size is the broadcast rank, >= shape.size()).
+void broadcast_strides_into(IntSpan shape, IntSpan strides, absl::Span<int64_t> out_strides);
 
 // Resolves a view/reshape target with at most one -1 against `numel`.
 absl::StatusOr<Shape> infer_size(const char* op, IntSpan target, int64_t numel, IntSpan from);

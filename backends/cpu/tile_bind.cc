@@ -120,22 +120,13 @@ void TileProgram::rebind(Env& env, Bind& b) const {
     b.key_dtype[e] = x.dtype;
     b.key_shape[e] = x.layout.shape;
     b.key_strides[e] = x.layout.strides;
-    // broadcast_strides(), written in place: 0 where a dim is broadcast.
     Dims& s = b.st[e];
     s.resize(nd_out);
-    const size_t nd = x.layout.shape.size(), off = nd_out - nd;
-    for (size_t i = 0; i < off; ++i) s[i] = 0;
-    for (size_t i = 0; i < nd; ++i) s[off + i] = x.layout.shape[i] == 1 ? 0 : x.layout.strides[i];
+    broadcast_strides_into(x.layout.shape, x.layout.strides, absl::MakeSpan(s.data(), s.size()));
   }
-  {
-    Dims& lin = b.st.back();  // contiguous_strides(shape_)
-    lin.resize(nd_out);
-    int64_t acc = 1;
-    for (size_t i = nd_out; i-- > 0;) {
-      lin[i] = acc;
-      acc *= std::max<int64_t>(shape_[i], 1);
-    }
-  }
+  Dims& lin_out = b.st.back();
+  lin_out.resize(nd_out);
+  contiguous_strides_into(shape_, absl::MakeSpan(lin_out.data(), lin_out.size()));
   absl::InlinedVector<Dims*, 9> sp;
   for (auto& x : b.st) sp.push_back(&x);
   coalesce(b.geo, absl::MakeConstSpan(sp));
