@@ -5,7 +5,6 @@
 #include <cstring>
 #include <iterator>
 #include <ostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "autograd/engine.h"
@@ -131,38 +130,6 @@ double Tensor::item() const {
   return to_vector<double>()[0];
 }
 
-std::string Tensor::to_string() const {
-  if (!defined()) return "[ undefined tensor ]";
-  std::vector<double> v = to_vector<double>();
-  const Shape& s = shape();
-  std::ostringstream os;
-  const bool fl = is_floating(dtype());
-  std::function<void(size_t, int64_t&)> rec = [&](size_t d, int64_t& i) {
-    if (d == s.size()) {
-      if (dtype() == DType::kBool) os << (v[i] != 0 ? "true" : "false");
-      else if (fl) os << v[i];
-      else os << static_cast<int64_t>(v[i]);
-      ++i;
-      return;
-    }
-    os << "[";
-    for (int64_t k = 0; k < s[d]; ++k) {
-      if (k) os << (d + 1 == s.size() ? ", " : ",\n" + std::string(d + 8, ' '));
-      rec(d + 1, i);
-    }
-    os << "]";
-  };
-  int64_t i = 0;
-  os << "tensor(";
-  rec(0, i);
-  os << ", dtype=" << dtype_name(dtype());
-  if (!device().is_cpu()) os << ", device=" << device().str();
-  if (requires_grad()) os << (is_leaf() ? ", requires_grad=true" : ", grad_fn=" + grad_fn_name());
-  os << ")";
-  return os.str();
-}
-
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 Tensor Tensor::to(DType d) const {
   if (d == dtype()) return *this;
