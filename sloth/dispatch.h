@@ -55,6 +55,8 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, const Tensor& mask, do
                         bool is_causal);
 // Materializes `t`'s data (a sync of just what it needs).
 void sync_tensor(const Tensor& t);
+// `t`'s data on the host, synced (zero-copy for CPU tensors; its layout is `t`'s own).
+lazy::DeviceData host_data(const Tensor& t);
 // add/sub's `b * alpha` (b itself when alpha is 1). alpha takes no part in promotion (as in
 // PyTorch), so it must not be of a higher category than the result: throws for a floating
 // alpha with integer tensors and a bool alpha with non-bool ones. (sloth/scalar_operand.cc)

@@ -56,9 +56,8 @@ Device Tensor::device() const { return need(*this, "device").group->device; }
 bool Tensor::is_contiguous() const { return sloth::is_contiguous(shape(), strides()); }
 
 // ---- reading values --------------------------------------------------------------------------
-namespace {
+namespace internal {
 
-// The tensor's data on the host, synced (zero-copy for CPU tensors).
 lazy::DeviceData host_data(const Tensor& t) {
   need(t, "read");
   ++lazy::counters().host_syncs;
@@ -82,6 +81,10 @@ lazy::DeviceData host_data(const Tensor& t) {
   }
   return d;
 }
+
+}  // namespace internal
+
+namespace {
 
 template <typename T>
 void gather_values(const lazy::DeviceData& d, std::vector<T>& out) {
@@ -112,7 +115,7 @@ void gather_values(const lazy::DeviceData& d, std::vector<T>& out) {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<T> out;
-  gather_values(host_data(*this), out);
+  gather_values(internal::host_data(*this), out);
   return out;
 }
 template std::vector<float> Tensor::to_vector<float>() const;

@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+#include "lazy/device_data.h"
+#include "sloth/dispatch.h"
 #include "sloth/tensor.h"
 
 namespace sloth {
@@ -45,13 +48,22 @@ std::string fixed(double v, int precision) {
   return buf;
 }
 
-// The elements of a tensor as PyTorch's printer sees them: doubles for floating dtypes,
-// exact integers otherwise.
+// The tensor's elements, read in place (only those printed are read: a summarized tensor of
+// 1e8 elements is not copied): as double for floating dtypes, as exact integers otherwise.
+// Indices are storage offsets of the host data.
 struct Values {
-  DType dtype;
-  std::vector<double> f;
-  std::vector<int64_t> i;
-  bool floating() const { return is_floating(dtype); }
+  const lazy::DeviceData& d;
+  bool floating() const { return is_floating(d.dtype); }
+  double f(int64_t k) const {
+    return visit_dtype(d.dtype, [&](auto z) {
+      return static_cast<double>(static_cast<const decltype(z)*>(d.storage->data())[k]);
+    });
+  }
+  int64_t i(int64_t k) const {
+    return visit_dtype(d.dtype, [&](auto z) {
+      return static_cast<int64_t>(static_cast<const decltype(z)*>(d.storage->data())[k]);
+    });
+  }
 };
 
 class Formatter {
@@ -65,7 +77,7 @@ class Formatter {
     double lo = INFINITY, hi = 0;
     bool any = false;
     for (int64_t k : shown) {
-      const double x = v.f[k];
+      const double x = v.f(k);
       if (!std::isfinite(x) || x == 0) continue;
       any = true;
       lo = std::min(lo, std::fabs(x));
@@ -75,7 +87,7 @@ class Formatter {
     if (!any) return;
     sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!int_mode_ && lo < 1.0e-4);
     for (int64_t k : shown) {
-      const double x = v.f[k];
+      const double x = v.f(k);
       if (!std::isfinite(x) || x == 0) continue;
       const int w = sci_       ? static_cast<int>(sci(x, 0).size())
                     : int_mode_ ? static_cast<int>(fixed(x, 0).size()) + 1
@@ -89,12 +101,13 @@ class Formatter {
     if (!floating_) {
       s = int_str(v, k);
     } else if (sci_) {
-      s = sci(v.f[k], width_);
+      s = sci(v.f(k), width_);
     } else if (int_mode_) {
-      s = fixed(v.f[k], 0);
-      if (std::isfinite(v.f[k])) s += '.';
+      const double x = v.f(k);
+      s = fixed(x, 0);
+      if (std::isfinite(x)) s += '.';
     } else {
-      s = fixed(v.f[k], kPrecision);
+      s = fixed(v.f(k), kPrecision);
     }
     if (static_cast<int>(s.size()) < width_) s.insert(0, width_ - s.size(), ' ');
     return s;
@@ -102,8 +115,8 @@ class Formatter {
 
  private:
   static std::string int_str(const Values& v, int64_t k) {
-    if (v.dtype == DType::kBool) return v.i[k] != 0 ? "True" : "False";
-    return std::to_string(v.i[k]);
+    if (v.d.dtype == DType::kBool) return v.i(k) != 0 ? "True" : "False";
+    return std::to_string(v.i(k));
   }
   bool floating_;
   bool int_mode_ = true;
@@ -111,11 +124,12 @@ class Formatter {
   int width_ = 1;
 };
 
-// Walks the printed part of a row-major tensor (PyTorch's summarized view when `summarize`).
+// Walks the printed part of a tensor (PyTorch's summarized view when `summarize`) through its
+// data's strides.
 class Printer {
  public:
-  Printer(const Values& v, const Shape& shape, bool summarize)
-      : v_(v), shape_(shape), strides_(contiguous_strides(shape)), summarize_(summarize) {}
+  Printer(const Values& v, bool summarize)
+      : v_(v), shape_(v.d.layout.shape), strides_(v.d.layout.strides), summarize_(summarize) {}
 
   void collect(size_t d, int64_t off, std::vector<int64_t>& out) const {
     if (d == shape_.size()) {
@@ -134,7 +148,7 @@ class Printer {
       std::vector<std::string> items;
       for (size_t j = 0; j < idx.size(); ++j) {
         if (idx[j] < 0) items.push_back(" ...");
-        else items.push_back(f.format(v_, off + idx[j]));
+        else items.push_back(f.format(v_, off + idx[j] * strides_[d]));
       }
       const int per_line = std::max(1, (kLineWidth - indent) / (f.width() + 2));
       std::string s = "[";
@@ -169,7 +183,7 @@ class Printer {
   }
   const Values& v_;
   const Shape& shape_;
-  Strides strides_;
+  const Strides& strides_;
   bool summarize_;
 };
 
@@ -209,13 +223,12 @@ std::string Tensor::to_string() const {
   } else {
     if (dt != DType::kFloat32 && dt != DType::kInt64 && dt != DType::kBool)
       suffixes.push_back("dtype=" + torch_dtype(dt));
-    Values v{dt, {}, {}};
-    if (v.floating()) v.f = to_vector<double>();
-    else v.i = to_vector<int64_t>();
-    const Printer p(v, shape, numel() > kThreshold);
+    const lazy::DeviceData data = internal::host_data(*this);
+    const Values v{data};
+    const Printer p(v, numel() > kThreshold);
     std::vector<int64_t> shown;
-    p.collect(0, 0, shown);
-    body = p.render(Formatter(v, shown), 0, 0, indent);
+    p.collect(0, data.layout.offset, shown);
+    body = p.render(Formatter(v, shown), 0, data.layout.offset, indent);
   }
   if (!is_leaf()) suffixes.push_back("grad_fn=<" + grad_fn_name() + ">");
   else if (requires_grad()) suffixes.push_back("requires_grad=True");

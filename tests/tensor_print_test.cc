@@ -76,6 +76,20 @@ TEST(TensorPrint, NestedDimsWrapAndSummarize) {
             "       dtype=torch.float64)");
 }
 
+TEST(TensorPrint, ViewsPrintTheirOwnElements) {
+  // A transposed view and a strided slice are read through their strides.
+  Tensor m = arange(6, kFloat32).reshape({2, 3});
+  EXPECT_EQ(m.t().to_string(),
+            "tensor([[0., 3.],\n"
+            "        [1., 4.],\n"
+            "        [2., 5.]])");
+  EXPECT_EQ(arange(10).slice(0, 1, 10, 3).to_string(), "tensor([1, 4, 7])");
+  // A summarized view: only the shown elements set the width (1e8 would widen every entry).
+  Tensor big = zeros({2000}, kInt64);
+  big.index_put_({1000}, 100000000);
+  EXPECT_EQ(big.to_string(), "tensor([0, 0, 0,  ..., 0, 0, 0])");
+}
+
 TEST(TensorPrint, AutogradSuffixesAndStream) {
   Tensor x = tensor({1, 2}, {-1}, TensorOptions().requires_grad());
   EXPECT_EQ(x.to_string(), "tensor([1., 2.], requires_grad=True)");
