@@ -130,11 +130,7 @@ void TensorImpl::release() {
 namespace {
 void set_contiguous(const Shape& shape, Strides& strides) {
   strides.resize(shape.size());
-  int64_t acc = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
-  }
+  contiguous_strides_into(shape, absl::MakeSpan(strides));
 }
 }  // namespace
 

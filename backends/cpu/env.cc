@@ -38,11 +38,7 @@ DeviceData& Env::alloc_to(int slot, IntSpan shape, DType dtype) {
   }
   d.layout.shape.assign(shape.begin(), shape.end());
   d.layout.strides.resize(shape.size());
-  int64_t acc = 1;
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
-    d.layout.strides[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
-  }
+  contiguous_strides_into(shape, absl::MakeSpan(d.layout.strides));
   d.layout.offset = 0;
   d.dtype = dtype;
   return d;
