@@ -39,7 +39,7 @@ TEST(UInt8, DTypeBasics) {
   EXPECT_EQ(zeros(3, kByte).to_vector<uint8_t>(), (U{0, 0, 0}));
   EXPECT_EQ(ones({2}, TensorOptions().dtype(kUInt8)).to_vector<uint8_t>(), (U{1, 1}));
   EXPECT_EQ(bytes(tensor({1, 2, 255}, kUInt8)), (U{1, 2, 255}));
-  EXPECT_EQ(A().to_string(), "tensor([250, 3, 128, 0], dtype=uint8)");
+  EXPECT_EQ(A().to_string(), "tensor([250,   3, 128,   0], dtype=torch.uint8)");  // PyTorch's repr
 }
 
 // torch.promote_types over sloth's dtypes, and the three tiers of result_type.
