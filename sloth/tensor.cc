@@ -133,7 +133,6 @@ double Tensor::item() const {
   return to_vector<double>()[0];
 }
 
-
 Tensor Tensor::to(DType d) const {
   if (d == dtype()) return *this;
   Attrs a;

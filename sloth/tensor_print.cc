@@ -68,7 +68,7 @@ struct Values {
 
 class Formatter {
  public:
-  // `shown`: flat indices of the elements that will be printed.
+  // `shown`: the storage offsets of the elements that will be printed.
   Formatter(const Values& v, const std::vector<int64_t>& shown) : floating_(v.floating()) {
     if (!floating_) {
       for (int64_t k : shown) width_ = std::max(width_, static_cast<int>(int_str(v, k).size()));
@@ -187,17 +187,8 @@ class Printer {
   bool summarize_;
 };
 
-std::string torch_dtype(DType t) {
-  switch (t) {
-    case DType::kBool: return "torch.bool";
-    case DType::kInt32: return "torch.int32";
-    case DType::kInt64: return "torch.int64";
-    case DType::kFloat32: return "torch.float32";
-    case DType::kFloat64: return "torch.float64";
-    case DType::kUInt8: return "torch.uint8";
-  }
-  return "?";
-}
+// PyTorch's dtype spelling: dtype_name's with the module prefix ("torch.float64").
+std::string torch_dtype(DType t) { return std::string("torch.") + dtype_name(t); }
 
 std::string py_tuple(const Shape& s) {
   std::string r = "(";
