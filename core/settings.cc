@@ -28,6 +28,7 @@ Settings from_env() {
   s.dump_ir = env("SLOTH_DUMP_IR") != nullptr;
   s.fusion = env_on_unless_0("SLOTH_FUSION");
   s.row_groups = env_on_unless_0("SLOTH_ROW_GROUPS");
+  s.frozen_runs = env_on_unless_0("SLOTH_FROZEN");
   if (const char* v = env("SLOTH_NUM_THREADS"); v && std::atoi(v) > 0) s.num_threads = std::atoi(v);
   if (const char* v = env("SLOTH_POOL_SPIN_US"); v && *v) s.pool_spin_us = std::max<int64_t>(0, std::atoll(v));
   s.small_gemm = env_on_unless_0("SLOTH_SMALL_GEMM");

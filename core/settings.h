@@ -28,6 +28,9 @@ struct Settings {
   bool fusion = true;
   // SLOTH_ROW_GROUPS=0: CPU steps over the same rows no longer run block by block together.
   bool row_groups = true;
+  // SLOTH_FROZEN=0: a CPU plan run again with the same layouts no longer replays its kernels
+  // from a frozen list (backends/cpu/frozen_run.h); every run binds each kernel again.
+  bool frozen_runs = true;
   // SLOTH_NUM_THREADS=n (n > 0): at most n CPU kernel threads (0: one per hardware thread).
   int num_threads = 0;
   // SLOTH_POOL_SPIN_US=n: how long an idle CPU worker polls for the next kernel before it

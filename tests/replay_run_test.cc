@@ -8,6 +8,7 @@
 
 #include "core/op_attrs.h"
 #include "core/op_table.h"
+#include "core/settings.h"
 #include "core/storage.h"
 #include "gtest/gtest.h"
 #include "lazy/backend.h"
@@ -130,7 +131,21 @@ void check(const std::vector<DeviceData>& out, const std::vector<float>& pv,
   EXPECT_NE(out[0].storage, out[1].storage);
 }
 
+// Turns frozen runs (backends/cpu/frozen_run.h) on or off for one test: the donation rules of
+// the normal path are checked with them off (a frozen run keeps intermediates in its arena).
+class FrozenRuns {
+ public:
+  explicit FrozenRuns(bool on) : saved_(settings_for_test().frozen_runs) {
+    settings_for_test().frozen_runs = on;
+  }
+  ~FrozenRuns() { settings_for_test().frozen_runs = saved_; }
+
+ private:
+  bool saved_;
+};
+
 TEST(ReplayRun, RepeatedRunsSharedAndOwnedInputs) {
+  FrozenRuns normal_path(false);
   UpdatePlan up;
   const int64_t n = UpdatePlan::R * UpdatePlan::C;
   std::vector<DeviceData> out;
@@ -159,6 +174,95 @@ TEST(ReplayRun, RepeatedRunsSharedAndOwnedInputs) {
     // Owned inputs: t takes g's buffer and u takes p's, so only w is new: 256 bytes.
     // (Without donation: 640 bytes.)
     EXPECT_EQ(st.bytes_allocated, run % 2 == 0 ? 512 : 256);
+  }
+}
+
+// The same plan with frozen runs on: the first run binds every kernel, every later one
+// (same layouts) replays the frozen list. t and u live in the frozen run's arena, so only the
+// outputs take buffers: w (256 bytes) and v (128: its only dead operand, u, is an arena
+// value). Values are exact and the outputs hold no reference left in the executable either
+// way, shared or owned inputs.
+TEST(ReplayRun, FrozenRunsAllocateOnlyTheirOutputs) {
+  FrozenRuns frozen(true);
+  UpdatePlan up;
+  const int64_t n = UpdatePlan::R * UpdatePlan::C;
+  std::vector<DeviceData> out;
+  for (int run = 0; run < 6; ++run) {
+    const std::vector<float> pv = seq(n, 2.0f - run, 0.5f), gv = seq(n, -1.0f + run, 0.25f);
+    const float lr = 0.25f * static_cast<float>(run + 1);
+    std::vector<DeviceData> in = {make({4, 8}, pv), make({4, 8}, gv)};
+    RunStats st;
+    if (run % 2 == 0) {
+      ASSERT_TRUE(up.exe->run(in, {lr, 2.0}, &out, &st).ok());
+      EXPECT_EQ(values<float>(in[0]), pv);  // shared inputs are never written
+      EXPECT_EQ(values<float>(in[1]), gv);
+      EXPECT_EQ(in[0].storage->use_count(), 1);
+    } else {
+      ASSERT_TRUE(up.exe->run_donating(absl::MakeSpan(in), {lr, 2.0}, &out, &st).ok());
+    }
+    check(out, pv, gv, lr);
+    EXPECT_EQ(st.kernels_launched, 3);
+    EXPECT_EQ(st.bytes_allocated, run == 0 ? 512 : 384) << "run " << run;
+  }
+}
+
+// A frozen run writes an output into a dead input's buffer when the normal run would (an
+// owned input nothing else holds: a parameter updated in place), and not while a view of that
+// input is still to be read (out2 = permute(p) * 3 after the update) or when the caller still
+// holds the input (shared inputs). g is broadcast over rows, so p is the only candidate.
+TEST(ReplayRun, FrozenRunsWriteInPlaceOnlyIntoDeadUnsharedInputs) {
+  FrozenRuns frozen(true);
+  constexpr int64_t R = 4, C = 8, n = R * C;
+  for (bool view_read_late : {false, true}) {
+    Builder b;
+    const int p = b.input(DType::kFloat32, {R, C});
+    const int g = b.input(DType::kFloat32, {1, C});  // broadcast: never a donor
+    const int lr = b.scalar(DType::kFloat32);
+    const int three = b.scalar(DType::kFloat32);
+    Attrs perm;
+    perm.dims = {1, 0};
+    const int pt = b.op(OpId::kPermute, {p}, perm);
+    const int step = b.op(OpId::kMul, {g, lr});
+    const int p2 = b.op(OpId::kSub, {p, step});
+    if (view_read_late) {
+      b.kernel({pt}, {pt});
+      b.p.kernels.back().kind = KernelKind::kView;
+    }
+    b.kernel({step, p2}, {p2});
+    int out2 = -1;
+    if (view_read_late) {
+      out2 = b.op(OpId::kMul, {pt, three});
+      b.kernel({out2}, {out2});
+      b.p.outputs = {p2, out2};
+    } else {
+      b.p.outputs = {p2};
+    }
+    b.p.free_after.assign(b.p.kernels.size(), {});
+    std::unique_ptr<Executable> exe = backend_for(Device::cpu())->compile(b.p);
+    std::vector<DeviceData> out;
+    for (int run = 0; run < 5; ++run) {
+      const std::vector<float> pv = seq(n, 1.0f + run, 0.5f), gv = seq(C, -2.0f, 0.125f * (run + 1));
+      const float lrv = 0.5f / static_cast<float>(run + 1);
+      std::vector<DeviceData> in = {make({R, C}, pv), make({1, C}, gv)};
+      const Storage* p_buffer = in[0].storage.get();
+      RunStats st;
+      const bool shared = run == 3;
+      if (shared) ASSERT_TRUE(exe->run(in, {lrv, 3.0}, &out, &st).ok());
+      else ASSERT_TRUE(exe->run_donating(absl::MakeSpan(in), {lrv, 3.0}, &out, &st).ok());
+      ASSERT_EQ(out.size(), view_read_late ? 2u : 1u);
+      const std::vector<float> pn = values<float>(out[0]);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(pn[i], pv[i] - gv[i % C] * lrv) << run << " " << i;
+      if (view_read_late) {
+        const std::vector<float> o2 = values<float>(out[1]);
+        for (int64_t j = 0; j < C; ++j)
+          for (int64_t i = 0; i < R; ++i)
+            ASSERT_EQ(o2[j * R + i], pv[i * C + j] * 3.0f) << run << " " << j << "," << i;
+      }
+      // In place: only owned inputs with no view read after the update.
+      const bool in_place = !shared && !view_read_late;
+      EXPECT_EQ(out[0].storage.get() == p_buffer, in_place) << "run " << run;
+      if (shared) EXPECT_EQ(values<float>(in[0]), pv);
+    }
   }
 }
 

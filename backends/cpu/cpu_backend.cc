@@ -14,6 +14,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "backends/cpu/frozen_run.h"
 #include "backends/cpu/fused_reduce_rule.h"
 #include "backends/cpu/jit.h"
 #include "backends/cpu/kernels.h"
@@ -79,6 +80,7 @@ class CpuExecutable final : public lazy::Executable {
     max_input_ = base.max_input_;
     max_scalar_ = base.max_scalar_;
     releases_ = base.releases_;
+    last_read_ = base.last_read_;
     steps_.resize(base.steps_.size());
     for (size_t k = 0; k < base.steps_.size(); ++k)
       for (const Step& b : base.steps_[k]) {
@@ -227,6 +229,20 @@ class CpuExecutable final : public lazy::Executable {
                                  sizeof(double)) == 0;
       consts_ready_ = false;
     }
+    if (mine && same_layouts && (const_steps_.empty() || consts_hit) && env.pending.empty() &&
+        settings().frozen_runs && !lazy::profiling::on()) {
+      if (FrozenRun* f = frozen(env)) {
+        if (!const_steps_.empty()) consts_ready_ = true;  // their kept values still hold
+        f->run(env);
+        env.stats->kernels_launched += f->kernels();
+        absl::Status st = hand_out(env, outputs);
+        f->finish(env);
+        SLOTH_RETURN_IF_ERROR(st);
+        reads_ok_ = layouts_ok_ = true;
+        done.completed = true;
+        return absl::OkStatus();
+      }
+    }
     for (const Op& op : ops_) {
       switch (op.kind) {
         case Op::kStep: {
@@ -297,6 +313,15 @@ class CpuExecutable final : public lazy::Executable {
         const_scalar_vals_[j] = scalars[const_scalars_[j]];
       consts_ready_ = true;
     }
+    SLOTH_RETURN_IF_ERROR(hand_out(env, outputs));
+    if (mine) reads_ok_ = layouts_ok_ = true;
+    done.completed = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  // The plan outputs' values into `outputs`.
+  absl::Status hand_out(Env& env, std::vector<DeviceData>* outputs) {
     // Assigned into the caller's elements: a caller that reuses `outputs` run after run
     // (sloth::jit's replays) keeps their layout vectors' capacity, so nothing is allocated.
     outputs->resize(plan_.outputs.size());
@@ -319,12 +344,54 @@ class CpuExecutable final : public lazy::Executable {
         lazy::assign_data((*outputs)[o], d);
       }
     }
-    if (mine) reads_ok_ = layouts_ok_ = true;
-    done.completed = true;
     return absl::OkStatus();
   }
 
- private:
+  // The frozen form of this executable for the current layout generation (built on the first
+  // run that repeats a completed run's layouts), or null when it has none.
+  FrozenRun* frozen(Env& env) {
+    if (frozen_ && frozen_gen_ == layout_gen_) return frozen_.get();
+    frozen_.reset();
+    if (frozen_fail_gen_ == layout_gen_ || !groups_.empty()) return nullptr;
+    std::vector<int32_t> pos(plan_.instrs.size(), 0);
+    {
+      int32_t p = 0;
+      for (const lazy::Kernel& k : plan_.kernels)
+        for (int32_t i : k.instrs) pos[i] = p++;
+    }
+    std::vector<FrozenRun::StepRef> refs;
+    for (const Op& op : ops_) {
+      if (op.kind != Op::kStep) continue;
+      const Step& st = steps_[op.k][op.i];
+      FrozenRun::StepRef r;
+      r.kind = st.kind;
+      r.kernel = static_cast<int32_t>(op.k);
+      r.instr = st.instr >= 0 ? &plan_.instrs[st.instr] : nullptr;
+      r.program = st.program.get();
+      r.end_pos = st.instr >= 0 ? pos[st.instr] : 0;
+      for (int32_t i : st.io->instrs) r.end_pos = std::max(r.end_pos, pos[i]);
+      r.true_view = st.kind == StepKind::kView && st.view_cached;
+      if (r.true_view)
+        r.view_delta = (st.view_out.offset - st.view_in.offset) *
+                       static_cast<int64_t>(dtype_size(st.view_in_dtype));
+      if (st.const_index >= 0) {
+        r.const_outs = &const_steps_[st.const_index].outs;
+        r.const_vals = &const_steps_[st.const_index].vals;
+      }
+      refs.push_back(r);
+    }
+    std::string why;
+    frozen_ = FrozenRun::build(env, layout_gen_, refs, releases_, last_read_, &why);
+    if (settings().log_on("frozen"))
+      std::fprintf(stderr, "[sloth frozen] plan of %zu kernels: %s\n", plan_.kernels.size(),
+                   frozen_ ? absl::StrFormat("frozen, %d bytes of intermediates",
+                                             frozen_->arena_bytes()).c_str()
+                           : ("not frozen: " + why).c_str());
+    if (frozen_) frozen_gen_ = layout_gen_;
+    else frozen_fail_gen_ = layout_gen_;
+    return frozen_.get();
+  }
+
   // ---- distributed ----
   // Before step `st`: polls the pending writes, finishes those whose slots `st` reads (a
   // cached view step of one joins it instead, so the view's readers wait, not the view).
@@ -443,7 +510,8 @@ class CpuExecutable final : public lazy::Executable {
     }
     // split_steps finds the last reading position of each slot in its walk over the kernels.
     lazy::StepPlan sp = lazy::split_steps(plan_, &fusable_reduce);
-    const std::vector<int32_t>& last_pos = sp.last_read;
+    last_read_ = sp.last_read;
+    const std::vector<int32_t>& last_pos = last_read_;
 
     steps_.resize(nk);
     releases_.build(plan_, std::move(sp.release));
@@ -724,6 +792,11 @@ class CpuExecutable final : public lazy::Executable {
   }
   uint64_t layout_gen_ = 0;
   bool layouts_ok_ = false, reads_ok_ = false;
+  // The frozen form (frozen_run.h) for layout generation frozen_gen_; the generation whose
+  // build failed (not tried again while the layouts stay).
+  std::unique_ptr<FrozenRun> frozen_;
+  uint64_t frozen_gen_ = 0, frozen_fail_gen_ = 0;
+  std::vector<int32_t> last_read_;  // per slot, from lazy::split_steps
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
   // instances of this plan for other sizes (same slots): a program whose sizes change every
   // step keeps reusing one warm table and its layout vectors' capacity.

@@ -155,6 +155,18 @@ class ElementwiseProgram {
   // The program will run many times (its executable is replayed by sloth::jit): compile it
   // now (in the background) even if a single run is too small to pay for a compile.
   virtual void make_hot() const {}
+
+  // Frozen runs (frozen_run.h). Whether the binding of the program's last run (its operands'
+  // read paths, its outputs' donation candidates) holds for runs of layout generation
+  // `layout_gen` (Env::layout_gen), so a run may skip binding.
+  virtual bool frozen_ready(uint64_t layout_gen) const { return false; }
+  // The slots the program reads from memory, the slots it writes and, per written slot, the
+  // operand slots whose buffer it may take over (as the last run found them).
+  virtual void frozen_io(std::vector<int32_t>* reads, std::vector<int32_t>* outs,
+                         std::vector<std::vector<int32_t>>* donors) const {}
+  // A run with every operand and output (the fused reduction's too) at slot_ptr[slot]; only
+  // the scalars are read from `env`. Needs frozen_ready.
+  virtual void run_frozen(Env& env, char* const* slot_ptr) const {}
 };
 struct ProgramOptions {
   // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is
@@ -175,6 +187,23 @@ std::unique_ptr<ElementwiseProgram> compile_elementwise(const Plan& plan,
 // Single-instruction kernels; each writes env.vals[in.out].
 absl::Status run_reduce(Env& env, const Instr& in);
 absl::Status run_matmul(Env& env, const Instr& in);
+
+// The same kernels bound once to their operands' layouts as env.vals holds them (a frozen run,
+// frozen_run.h): each later run passes the data pointers only (operands at their offsets, the
+// output contiguous). False: a layout or kind the bound form does not take (the kernel then
+// runs as above).
+struct BoundGemm {  // a plain 2-D float product BLAS (or the small kernel) reads in place
+  DType dtype;
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb;
+};
+bool bind_gemm(Env& env, const Instr& in, BoundGemm* g);
+void run_gemm(const BoundGemm& g, const char* a, const char* b, char* c);
+struct BoundReduce {  // sum, prod, amax or amin (reduce.cc)
+  void (*fn)(const void* geometry, const char* x, char* out) = nullptr;
+  std::shared_ptr<const void> geometry;
+};
+bool bind_reduce(Env& env, const Instr& in, BoundReduce* r);
 // View, Scatter, Index and Shape categories (structural.cc: lazy/structural.h's rules
 // with the index primitives of index.cc).
 absl::Status run_structural(Env& env, const Instr& in);

@@ -96,6 +96,29 @@ void int_matmul(const T* a, int64_t sam, int64_t sak, const T* b, int64_t sbk, i
 
 }  // namespace
 
+bool bind_gemm(Env& env, const Instr& in, BoundGemm* g) {
+  const DeviceData& a = env.vals[in.in[0]];
+  const DeviceData& b = env.vals[in.in[1]];
+  if (a.dtype != b.dtype || a.dtype != in.dtype || a.layout.shape.size() != 2 ||
+      b.layout.shape.size() != 2 || (in.dtype != DType::kFloat32 && in.dtype != DType::kFloat64))
+    return false;
+  const int64_t m = a.layout.shape[0], k = a.layout.shape[1], n = b.layout.shape[1];
+  const BlasLayout ma = blas_layout(m, k, a.layout.strides[0], a.layout.strides[1]);
+  const BlasLayout mb = blas_layout(k, n, b.layout.strides[0], b.layout.strides[1]);
+  if (!ma.ok || !mb.ok || m <= 0 || n <= 0 || k <= 0 || b.layout.shape[0] != k) return false;
+  *g = BoundGemm{in.dtype, ma.trans, mb.trans, m, n, k, ma.ld, mb.ld};
+  return true;
+}
+
+void run_gemm(const BoundGemm& g, const char* a, const char* b, char* c) {
+  if (g.dtype == DType::kFloat32)
+    gemm<float>(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const float*>(a), g.lda,
+                reinterpret_cast<const float*>(b), g.ldb, reinterpret_cast<float*>(c));
+  else
+    gemm<double>(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const double*>(a), g.lda,
+                 reinterpret_cast<const double*>(b), g.ldb, reinterpret_cast<double*>(c));
+}
+
 absl::Status run_matmul(Env& env, const Instr& in) {
   const DeviceData& a = env.get(in.in[0]);
   const DeviceData& b = env.get(in.in[1]);

@@ -228,9 +228,8 @@ void column_sum_f32(const float* base, const Geometry& g, O* out, bool parallel)
 }
 
 template <typename T, typename O, typename Op>
-void reduce_kernel(const DeviceData& x, const Geometry& g, O* out) {
+void reduce_kernel(const T* base, const Geometry& g, O* out) {
   using A = typename Op::A;
-  const T* base = x.data<T>();
   const int64_t total = g.kn * g.rn;
   const bool parallel = total >= kParallelThreshold;
   const int nk = static_cast<int>(g.kshape.size());
@@ -375,6 +374,38 @@ void arg_kernel(const DeviceData& x, const Geometry& g, int64_t* out) {
 
 }  // namespace
 
+namespace {
+template <typename T, typename O, typename Op>
+void bound_reduce(const void* geometry, const char* x, char* out) {
+  reduce_kernel<T, O, Op>(reinterpret_cast<const T*>(x), *static_cast<const Geometry*>(geometry),
+                          reinterpret_cast<O*>(out));
+}
+}  // namespace
+
+bool bind_reduce(Env& env, const Instr& in, BoundReduce* r) {
+  if (in.op != OpId::kSum && in.op != OpId::kProd && in.op != OpId::kAmax && in.op != OpId::kAmin)
+    return false;
+  const DeviceData& x = env.vals[in.in[0]];
+  auto g = std::make_shared<Geometry>();
+  split_into(x, absl::Span<const int64_t>(in.attrs->dims.data(), in.attrs->dims.size()), *g);
+  if (g->kn == 0 || g->rn == 0) return false;  // nothing to compute, or an error to report
+  r->fn = nullptr;
+  visit_dtype(x.dtype, [&](auto xz) {
+    using T = decltype(xz);
+    visit_dtype(in.dtype, [&](auto oz) {
+      using O = decltype(oz);
+      switch (in.op) {
+        case OpId::kSum: r->fn = &bound_reduce<T, O, SumOp<T>>; break;
+        case OpId::kProd: r->fn = &bound_reduce<T, O, ProdOp<T>>; break;
+        case OpId::kAmax: r->fn = &bound_reduce<T, O, MaxOp<T>>; break;
+        default: r->fn = &bound_reduce<T, O, MinOp<T>>; break;
+      }
+    });
+  });
+  r->geometry = std::move(g);
+  return true;
+}
+
 absl::Status run_reduce(Env& env, const Instr& in) {
   const DeviceData& x = env.get(in.in[0]);
   // Written straight into the slot (no DeviceData, dims or geometry vectors allocated per
@@ -412,10 +443,10 @@ absl::Status run_reduce(Env& env, const Instr& in) {
       using O = decltype(oz);
       O* o = out.data<O>();
       switch (in.op) {
-        case OpId::kSum: reduce_kernel<T, O, SumOp<T>>(x, g, o); break;
-        case OpId::kProd: reduce_kernel<T, O, ProdOp<T>>(x, g, o); break;
-        case OpId::kAmax: reduce_kernel<T, O, MaxOp<T>>(x, g, o); break;
-        case OpId::kAmin: reduce_kernel<T, O, MinOp<T>>(x, g, o); break;
+        case OpId::kSum: reduce_kernel<T, O, SumOp<T>>(x.data<T>(), g, o); break;
+        case OpId::kProd: reduce_kernel<T, O, ProdOp<T>>(x.data<T>(), g, o); break;
+        case OpId::kAmax: reduce_kernel<T, O, MaxOp<T>>(x.data<T>(), g, o); break;
+        case OpId::kAmin: reduce_kernel<T, O, MinOp<T>>(x.data<T>(), g, o); break;
         default:
           st = absl::InternalError(
               absl::StrFormat("cpu backend: %s is not a reduction", op_name(in.op)));

@@ -65,11 +65,23 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
   auto once = [begin](const Bound& x) {
     return x.splat || (x.period > 0 && begin % x.period == 0);
   };
-  if (jit != nullptr)
+  // The compiled path's loads of every tile (the others ran above), listed once per chunk:
+  // `once` costs a division per operand, and a small program runs a single tile.
+  int tile_loads_small[32];
+  std::vector<int> tile_loads_heap;
+  int* tile_loads = tile_loads_small;
+  size_t num_tile_loads = 0;
+  if (jit != nullptr) {
+    if (load_steps_.size() > 32) {
+      tile_loads_heap.resize(load_steps_.size());
+      tile_loads = tile_loads_heap.data();
+    }
     for (int k : load_steps_) {
       const Bound& x = bound[steps_[k].ext];
       if (once(x)) x.load(x.args, begin, fill_n, ptrs[steps_[k].out]);
+      else tile_loads[num_tile_loads++] = k;
     }
+  }
   char* const* outp = b.outp.data();
   const size_t nouts = outs_.size();
   // Operands read linearly are prefetched kPrefetchTiles tiles ahead: each step reads its
@@ -99,8 +111,7 @@ void TileProgram::run_chunk(int64_t begin, int64_t end, const Bind& b, SinkF* si
       else x.load(x.args, t, n, ptrs[s.out]);
     };
     if (jit != nullptr) {  // loads as interpreted, then every computing step in one loop
-      for (int k : load_steps_)
-        if (!once(bound[steps_[k].ext])) load(steps_[k]);
+      for (size_t j = 0; j < num_tile_loads; ++j) load(steps_[tile_loads[j]]);
       jit(ptrs, n);
     } else {
       for (const Step& s : steps_) {

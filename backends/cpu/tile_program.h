@@ -57,6 +57,10 @@ class TileProgram final : public ElementwiseProgram {
   void make_hot() const override;
   std::unique_ptr<ElementwiseProgram> resized(const Shape& shape,
                                               const Instr* reduce) const override;
+  bool frozen_ready(uint64_t layout_gen) const override;
+  void frozen_io(std::vector<int32_t>* reads, std::vector<int32_t>* outs,
+                 std::vector<std::vector<int32_t>>* donors) const override;
+  void run_frozen(Env& env, char* const* slot_ptr) const override;
 
  private:
   TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce);  // resized()

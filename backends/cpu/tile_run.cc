@@ -56,4 +56,56 @@ void TileProgram::run_rows(int64_t r0, int64_t r1) const {
   }
 }
 
+// ---- frozen runs (frozen_run.h) ----
+// The binding of the last run (prepare) holds when it was made under the same layout
+// generation: every operand has the dtype, shape and strides its read path was chosen for.
+bool TileProgram::frozen_ready(uint64_t layout_gen) const {
+  if (!error_.empty() || layout_gen == 0 || bind_.cand_gen != layout_gen) return false;
+  if (n_ == 0) return sink_ < 0;  // nothing to read or compute; a reduction has an error
+  return bind_.valid && bind_.gen == layout_gen;
+}
+
+void TileProgram::frozen_io(std::vector<int32_t>* reads, std::vector<int32_t>* outs,
+                            std::vector<std::vector<int32_t>>* donors) const {
+  reads->clear();
+  outs->clear();
+  donors->clear();
+  for (const Ext& e : exts_)
+    if (std::find(reads->begin(), reads->end(), e.slot) == reads->end()) reads->push_back(e.slot);
+  for (size_t o = 0; o < outs_.size(); ++o) {
+    outs->push_back(outs_[o].slot);
+    donors->emplace_back();
+    for (int32_t j = bind_.cand_begin[o]; j < bind_.cand_begin[o + 1]; ++j)
+      donors->back().push_back(exts_[donors_[bind_.cand[j]].ext].slot);
+  }
+  if (sink_ >= 0) {
+    outs->push_back(red_.out);
+    donors->emplace_back();
+  }
+}
+
+void TileProgram::run_frozen(Env& env, char* const* slot_ptr) const {
+  Bind& b = bind_;
+  const int64_t n = n_;
+  for (size_t o = 0; o < outs_.size(); ++o) b.outp[o] = slot_ptr[outs_[o].slot];
+  if (n > 0) {
+    b.jit = jit_fn(n);
+    if (b.jit != nullptr) ++env.compiled_runs;
+    for (size_t e = 0; e < exts_.size(); ++e) b.bound[e].args.base = slot_ptr[exts_[e].slot];
+    for (size_t c = 0; c < consts_.size(); ++c) b.cv[c] = env.scalar(consts_[c].slot);
+  }
+  if (sink_ >= 0) {
+    b.red_out = slot_ptr[red_.out];
+    run_reduce(n, b, -1, -1).IgnoreError();  // its errors are the layouts', found by prepare
+    return;
+  }
+  if (n >= kParallelThreshold) {
+    parallel_for(n, kTile * 8, [&](int64_t lo, int64_t hi) {
+      run_chunk<NoSink>(lo, hi, b, nullptr, b.jit);
+    });
+  } else if (n > 0) {
+    run_chunk<NoSink>(0, n, b, nullptr, b.jit);
+  }
+}
+
 }  // namespace sloth::cpu
