@@ -196,6 +196,8 @@ struct BoundGemm {  // a plain 2-D float product BLAS (or the small kernel) read
   DType dtype;
   bool ta, tb;
   int64_t m, n, k, lda, ldb;
+  // How it runs: decided per call (gemm), the small kernel, or one BLAS call.
+  enum Path : uint8_t { kAny, kSmall, kBlas } path = kAny;
 };
 bool bind_gemm(Env& env, const Instr& in, BoundGemm* g);
 void run_gemm(const BoundGemm& g, const char* a, const char* b, char* c);

@@ -107,10 +107,32 @@ bool bind_gemm(Env& env, const Instr& in, BoundGemm* g) {
   const BlasLayout mb = blas_layout(k, n, b.layout.strides[0], b.layout.strides[1]);
   if (!ma.ok || !mb.ok || m <= 0 || n <= 0 || k <= 0 || b.layout.shape[0] != k) return false;
   *g = BoundGemm{in.dtype, ma.trans, mb.trans, m, n, k, ma.ld, mb.ld};
+  // gemm()'s choices, made once: the small kernel, or one BLAS call on this thread.
+  if (in.dtype == DType::kFloat32 && settings().small_gemm && small_sgemm_takes(ma.trans, mb.trans, m, n, k)) {
+    g->path = BoundGemm::kSmall;
+  } else if (num_threads() <= 1 || m * n * k < kSplitGemm) {
+    ensure_blas_core();
+    blas_single_threaded();
+    g->path = BoundGemm::kBlas;
+  }
   return true;
 }
 
 void run_gemm(const BoundGemm& g, const char* a, const char* b, char* c) {
+  if (g.path == BoundGemm::kSmall) {
+    small_sgemm(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const float*>(a), g.lda,
+                reinterpret_cast<const float*>(b), g.ldb, reinterpret_cast<float*>(c));
+    return;
+  }
+  if (g.path == BoundGemm::kBlas) {
+    if (g.dtype == DType::kFloat32)
+      gemm_one<float>(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const float*>(a), g.lda,
+                      reinterpret_cast<const float*>(b), g.ldb, reinterpret_cast<float*>(c), g.n);
+    else
+      gemm_one<double>(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const double*>(a), g.lda,
+                       reinterpret_cast<const double*>(b), g.ldb, reinterpret_cast<double*>(c), g.n);
+    return;
+  }
   if (g.dtype == DType::kFloat32)
     gemm<float>(g.ta, g.tb, g.m, g.n, g.k, reinterpret_cast<const float*>(a), g.lda,
                 reinterpret_cast<const float*>(b), g.ldb, reinterpret_cast<float*>(c));
