@@ -9,6 +9,7 @@
 #include "core/op_attrs.h"
 #include "core/op_table.h"
 #include "core/settings.h"
+#include "absl/status/status.h"
 #include "core/storage.h"
 #include "gtest/gtest.h"
 #include "lazy/backend.h"
@@ -263,6 +264,59 @@ TEST(ReplayRun, FrozenRunsWriteInPlaceOnlyIntoDeadUnsharedInputs) {
       EXPECT_EQ(out[0].storage.get() == p_buffer, in_place) << "run " << run;
       if (shared) EXPECT_EQ(values<float>(in[0]), pv);
     }
+  }
+}
+
+// Steps a frozen run has no bound form for run through the slot table: y = index_select(x * 2,
+// i) reads an arena value (x * 2) and an input; z = y + 1 reads its result. Both are outputs.
+// An out-of-range index fails the run with the kernel's error (the run stops, nothing is
+// left held), and the next run is right again.
+TEST(ReplayRun, FrozenRunsRunIndexStepsThroughTheSlotTable) {
+  FrozenRuns frozen(true);
+  constexpr int64_t R = 5, C = 3;
+  Builder b;
+  const int x = b.input(DType::kFloat32, {R, C});
+  const int i = b.input(DType::kInt64, {2});
+  const int two = b.scalar(DType::kFloat32);
+  const int one = b.scalar(DType::kFloat32);
+  const int t = b.op(OpId::kMul, {x, two});
+  const int y = b.op(OpId::kIndexSelect, {t, i}, DimAttrs{.dim = 0});
+  const int z = b.op(OpId::kAdd, {y, one});
+  b.kernel({t}, {t});
+  b.kernel({y}, {y});
+  b.p.kernels.back().kind = KernelKind::kOther;
+  b.kernel({z}, {z});
+  b.p.outputs = {y, z};
+  b.p.free_after.assign(b.p.kernels.size(), {});
+  std::unique_ptr<Executable> exe = backend_for(Device::cpu())->compile(b.p);
+  std::vector<DeviceData> out;
+  for (int run = 0; run < 6; ++run) {
+    const std::vector<float> xv = seq(R * C, 0.5f * run, 1.0f);
+    const std::vector<int64_t> iv = run == 3 ? std::vector<int64_t>{1, 9}
+                                             : std::vector<int64_t>{run % R, (run + 2) % R};
+    DeviceData idx = allocate_data(cpu_allocator(), {2}, DType::kInt64);
+    idx.data<int64_t>()[0] = iv[0];
+    idx.data<int64_t>()[1] = iv[1];
+    std::vector<DeviceData> in = {make({R, C}, xv), idx};
+    RunStats st;
+    absl::Status s = exe->run(in, {2.0, 1.0}, &out, &st);
+    if (run == 3) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(std::string(s.message()).find("index 9 is out of range"), std::string::npos) << s;
+      EXPECT_EQ(in[0].storage->use_count(), 1);  // the failed run holds nothing
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out.size(), 2u);
+    const std::vector<float> yv = values<float>(out[0]), zv = values<float>(out[1]);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        ASSERT_EQ(yv[r * C + c], 2.0f * xv[iv[r] * C + c]) << run;
+        ASSERT_EQ(zv[r * C + c], 2.0f * xv[iv[r] * C + c] + 1.0f) << run;
+      }
+    EXPECT_EQ(out[0].storage->use_count(), 1);
+    EXPECT_EQ(out[1].storage->use_count(), 1);
+    EXPECT_EQ(in[0].storage->use_count(), 1);
   }
 }
 

@@ -300,7 +300,9 @@ TEST_P(LoopWithoutMarkStep, ItemEveryStepMatchesMarkStepAndNeverRerunsHistory) {
     EXPECT_EQ(r.hits[s], 1) << s;
     EXPECT_EQ(r.nodes[s], r.nodes[2]) << s;
     EXPECT_EQ(r.live_nodes[s], r.live_nodes[2]) << s;
-    EXPECT_EQ(r.os_allocs[s], 0) << s;
+    // The first repeat of a graph builds its frozen run (backends/cpu/frozen_run.h), whose
+    // arena may be one new allocation; every later step allocates nothing.
+    EXPECT_LE(r.os_allocs[s], s == 2 ? 1 : 0) << s;
   }
   // Nothing runs twice: the same work per step as the loop that syncs every step, give or
   // take w.t() (a node when w is pending, a zero-copy view of data when it is synced).

@@ -233,9 +233,12 @@ class CpuExecutable final : public lazy::Executable {
         settings().frozen_runs && !lazy::profiling::on()) {
       if (FrozenRun* f = frozen(env)) {
         if (!const_steps_.empty()) consts_ready_ = true;  // their kept values still hold
-        f->run(env);
+        absl::Status st = f->run(env, [&](int32_t i) {
+          const Op& op = ops_[frozen_ops_[i]];
+          return execute(env, steps_[op.k][op.i]);
+        });
         env.stats->kernels_launched += f->kernels();
-        absl::Status st = hand_out(env, outputs);
+        if (st.ok()) st = hand_out(env, outputs);
         f->finish(env);
         SLOTH_RETURN_IF_ERROR(st);
         reads_ok_ = layouts_ok_ = true;
@@ -360,10 +363,14 @@ class CpuExecutable final : public lazy::Executable {
         for (int32_t i : k.instrs) pos[i] = p++;
     }
     std::vector<FrozenRun::StepRef> refs;
-    for (const Op& op : ops_) {
+    frozen_ops_.clear();
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const Op& op = ops_[j];
       if (op.kind != Op::kStep) continue;
       const Step& st = steps_[op.k][op.i];
+      frozen_ops_.push_back(static_cast<int32_t>(j));
       FrozenRun::StepRef r;
+      r.reads = &st.io->reads;
       r.kind = st.kind;
       r.kernel = static_cast<int32_t>(op.k);
       r.instr = st.instr >= 0 ? &plan_.instrs[st.instr] : nullptr;
@@ -797,6 +804,7 @@ class CpuExecutable final : public lazy::Executable {
   std::unique_ptr<FrozenRun> frozen_;
   uint64_t frozen_gen_ = 0, frozen_fail_gen_ = 0;
   std::vector<int32_t> last_read_;  // per slot, from lazy::split_steps
+  std::vector<int32_t> frozen_ops_;  // per step given to FrozenRun::build: its index in ops_
   // The per-run slot table, reused run after run, and whether a run holds it. Shared with the
   // instances of this plan for other sizes (same slots): a program whose sizes change every
   // step keeps reusing one warm table and its layout vectors' capacity.

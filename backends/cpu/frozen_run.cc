@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/strided.h"
+#include "core/error.h"
 
 namespace sloth::cpu {
 
@@ -68,8 +69,6 @@ class ArenaPlanner {
 
 }  // namespace
 
-void FrozenRun::AlignedFree::operator()(char* p) const { std::free(p); }
-
 std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
                                             absl::Span<const StepRef> steps,
                                             const RunReleases& releases,
@@ -85,7 +84,7 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
   f->plan_ = &plan;
   // What holds each slot's data: an input, a kept constant, a value this run computes, or a
   // view (of its root's buffer).
-  enum Cls : uint8_t { kNone, kIn, kConst, kComputed, kView };
+  enum Cls : uint8_t { kNone, kIn, kConst, kComputed, kView, kStepOut };
   std::vector<uint8_t> cls(ns, kNone);
   std::vector<int32_t> root(ns);
   std::iota(root.begin(), root.end(), 0);
@@ -106,6 +105,28 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
   std::vector<int32_t> reads, outs;
   std::vector<std::vector<int32_t>> donors;
   auto readable = [&](int32_t s) { return cls[s] != kNone; };
+  // Roots a kStep reads: their arena blocks are never reused (the step's result may view them).
+  std::vector<char> pinned(ns, 0);
+  // A step run as in the normal run: its reads bound through the slot table.
+  auto as_step = [&](const StepRef& st, int32_t index, Made* m) -> bool {
+    if (st.instr == nullptr || st.reads == nullptr || st.kind == StepKind::kKernel) return false;
+    m->thunk = Thunk{Kind::kStep, st.instr->out};
+    m->thunk.index = index;
+    m->thunk.reads_begin = static_cast<int32_t>(f->step_reads_.size());
+    for (int32_t r : *st.reads) {
+      if (plan.slot_kind(r) == SlotKind::kScalar) {
+        f->scrub_.push_back(r);  // a kernel asking for it in memory gets a 0-dim buffer
+        continue;
+      }
+      if (!readable(r)) return false;
+      f->step_reads_.push_back({r, root[r]});
+      pinned[root[r]] = 1;
+    }
+    m->thunk.reads_end = static_cast<int32_t>(f->step_reads_.size());
+    cls[st.instr->out] = kStepOut;
+    f->scrub_.push_back(st.instr->out);
+    return true;
+  };
   auto computed = [&](int32_t s) -> bool {
     const DeviceData& d = env.vals[s];
     // A value at offset 0 of a contiguous buffer of its own (what alloc_to makes); one the
@@ -115,7 +136,8 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
     return true;
   };
   int32_t last_kernel = -1;
-  for (const StepRef& st : steps) {
+  for (size_t index = 0; index < steps.size(); ++index) {
+    const StepRef& st = steps[index];
     if (st.kernel != last_kernel) ++f->kernels_;
     last_kernel = st.kernel;
     Made m{Thunk{Kind::kView}, st.kernel, st.end_pos, {}, {}};
@@ -133,8 +155,10 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
     switch (st.kind) {
       case StepKind::kView: {
         const int32_t in = st.instr->in[0], out = st.instr->out;
-        if (!st.true_view) return fail("a view step copies its input");
-        if (!readable(in)) return fail("a view reads a bound scalar");
+        if (!st.true_view || !readable(in)) {  // a copy
+          if (!as_step(st, static_cast<int32_t>(index), &m)) return fail("a view step copies a bound scalar");
+          break;
+        }
         root[out] = root[in];
         cls[out] = kView;
         m.thunk = Thunk{Kind::kView, out, in};
@@ -159,10 +183,11 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
       }
       case StepKind::kMatmul: {
         BoundGemm g;
-        if (!bind_gemm(env, *st.instr, &g)) return fail("a matmul is not a plain 2-D float product");
-        if (!readable(st.instr->in[0]) || !readable(st.instr->in[1]))
-          return fail("a matmul reads a bound scalar");
-        if (!computed(st.instr->out)) return fail("a matmul result is not a buffer of its own");
+        if (!bind_gemm(env, *st.instr, &g) || !readable(st.instr->in[0]) ||
+            !readable(st.instr->in[1]) || !computed(st.instr->out)) {
+          if (!as_step(st, static_cast<int32_t>(index), &m)) return fail("a matmul reads a bound scalar");
+          break;
+        }
         m.thunk = Thunk{Kind::kGemm, st.instr->out, st.instr->in[0], st.instr->in[1]};
         m.thunk.index = static_cast<int32_t>(f->gemms_.size());
         f->gemms_.push_back(g);
@@ -172,9 +197,11 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
       }
       case StepKind::kReduce: {
         BoundReduce r;
-        if (!readable(st.instr->in[0])) return fail("a reduction reads a bound scalar");
-        if (!bind_reduce(env, *st.instr, &r)) return fail("a reduction the bound form does not take");
-        if (!computed(st.instr->out)) return fail("a reduction result is not a buffer of its own");
+        if (!readable(st.instr->in[0]) || !bind_reduce(env, *st.instr, &r) ||
+            !computed(st.instr->out)) {
+          if (!as_step(st, static_cast<int32_t>(index), &m)) return fail("a reduction reads a bound scalar");
+          break;
+        }
         m.thunk = Thunk{Kind::kReduce, st.instr->out, st.instr->in[0]};
         m.thunk.index = static_cast<int32_t>(f->reduces_.size());
         f->reduces_.push_back(std::move(r));
@@ -183,7 +210,8 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
         break;
       }
       default:
-        return fail(absl::StrFormat("a %s step", kind_name(st.kind)));
+        if (!as_step(st, static_cast<int32_t>(index), &m))
+          return fail(absl::StrFormat("a %s step", kind_name(st.kind)));
     }
     made.push_back(std::move(m));
   }
@@ -198,6 +226,10 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
     if (cls[r] == kComputed) fresh[r] = 1;
     if (o != r) f->output_views_.emplace_back(o, r);
   }
+  for (Made& m : made)
+    if (m.thunk.kind == Kind::kStep) {
+      for (int32_t o : plan.outputs) m.thunk.escapes |= root[o] == m.thunk.out;
+    }
   // An input's buffer may go to a fresh value only once every view of it is dead (the normal
   // run sees such a view's reference and does not donate): the last read of its views.
   std::vector<int32_t> view_read(ns, -1);
@@ -220,7 +252,7 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
     for (; next_release < k_end && next_release < release.size(); ++next_release)
       for (int32_t s : release[next_release]) {
         const int32_t r = root[s];
-        if (cls[r] != kComputed || fresh[r] || arena_off[r] < 0) continue;
+        if (cls[r] != kComputed || fresh[r] || arena_off[r] < 0 || pinned[r]) continue;
         if (--live[r] == 0) arena.give(static_cast<size_t>(arena_off[r]), bytes_of(r));
       }
   };
@@ -255,15 +287,60 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
                                 arena.top(), kMaxArena));
   f->arena_bytes_ = arena.top();
   f->ptr_.assign(ns, nullptr);
+  f->in_arena_.assign(ns, 0);
   if (f->arena_bytes_ > 0) {
-    f->arena_.reset(static_cast<char*>(std::aligned_alloc(kAlign, f->arena_bytes_)));
+    // A Storage, so a step run through the slot table can see an arena value as a view of it.
+    f->arena_ = make_ref<Storage>(cpu_allocator(), f->arena_bytes_);
+    char* base = static_cast<char*>(f->arena_->data());
     for (size_t s = 0; s < ns; ++s)
-      if (arena_off[s] >= 0) f->ptr_[s] = f->arena_.get() + arena_off[s];
+      if (arena_off[s] >= 0) {
+        f->ptr_[s] = base + arena_off[s];
+        f->in_arena_[s] = 1;
+      }
+  }
+  // What a kStep binds for each read: the root's buffer (arena, kept constant, or the slot
+  // table's) unless the read is a slot holding its own buffer there already.
+  for (StepRead& r : f->step_reads_) {
+    const uint8_t c = cls[r.root];
+    r.own = r.slot == r.root && (c == kIn || c == kStepOut || (c == kComputed && fresh[r.root]));
+    if (c == kConst)
+      for (const Thunk& t : f->thunks_)
+        if (t.kind == Kind::kConst && t.out == r.root) r.const_src = t.src;
   }
   return f;
 }
 
-void FrozenRun::run(Env& env) {
+void FrozenRun::bind_read(Env& env, const StepRead& r) {
+  DeviceData& d = env.vals[r.slot];
+  const Storage* buf = in_arena_[r.root] ? arena_.get()
+                       : r.const_src        ? r.const_src->storage.get()
+                                            : env.vals[r.root].storage.get();
+  d.storage = StoragePtr(const_cast<Storage*>(buf));
+  d.layout.offset = (ptr_[r.slot] - static_cast<char*>(buf->data())) /
+                    static_cast<int64_t>(dtype_size(d.dtype));
+}
+
+absl::Status FrozenRun::run_step(Env& env, const Thunk& t, StepExec exec) {
+  for (int32_t j = t.reads_begin; j < t.reads_end; ++j)
+    if (!step_reads_[j].own) bind_read(env, step_reads_[j]);
+  absl::Status st = exec(t.index);
+  for (int32_t j = t.reads_begin; j < t.reads_end; ++j) {
+    const StepRead& r = step_reads_[j];
+    if (r.own) continue;
+    DeviceData& d = env.vals[r.slot];
+    d.storage.reset();  // no reference left: a later donation check must not see it
+    if (r.slot == r.root && in_arena_[r.root]) d.layout.offset = 0;
+  }
+  SLOTH_RETURN_IF_ERROR(st);
+  DeviceData& o = env.vals[t.out];
+  // A result viewing the arena is rewritten by the next run: one handed out is copied.
+  if (t.escapes && o.storage && o.storage.get() == arena_.get())
+    o = make_contiguous(env, o, o.dtype);
+  ptr_[t.out] = o.storage ? ptr(o) : nullptr;
+  return absl::OkStatus();
+}
+
+absl::Status FrozenRun::run(Env& env, StepExec exec) {
   char** p = ptr_.data();
   for (int32_t s : input_slots_) {
     const DeviceData& d = env.vals[s];
@@ -304,13 +381,21 @@ void FrozenRun::run(Env& env) {
         r.fn(r.geometry.get(), p[t.a], p[t.out]);
         break;
       }
+      case Kind::kStep:
+        SLOTH_RETURN_IF_ERROR(run_step(env, t, exec));
+        break;
     }
   }
   for (const auto& [o, r] : output_views_) env.vals[o].storage = env.vals[r].storage;
+  return absl::OkStatus();
 }
 
 void FrozenRun::finish(Env& env) {
   for (int32_t s : fresh_) {
+    if (env.pool != nullptr) env.pool->give(env.vals[s].storage);
+    else env.vals[s].storage.reset();
+  }
+  for (int32_t s : scrub_) {
     if (env.pool != nullptr) env.pool->give(env.vals[s].storage);
     else env.vals[s].storage.reset();
   }

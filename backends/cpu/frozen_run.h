@@ -12,9 +12,13 @@
 //     parameter: nothing else holds its buffer) or from the executable's pool;
 //   - a view is a pointer offset; a matmul, a reduction and an elementwise program get their
 //     operands' pointers and nothing else (kernels.h: BoundGemm, BoundReduce,
-//     ElementwiseProgram::run_frozen).
-// Steps of other kinds (factories, collectives, copies, row groups) keep an executable on the
-// normal path. SLOTH_FROZEN=0 turns frozen runs off.
+//     ElementwiseProgram::run_frozen);
+//   - any other single-instruction step (an index or scatter op, a factory, a copy, a batched
+//     matmul) runs as in the normal run, through its slot table entries: its operands are
+//     bound there for the call (an arena value as a view of the arena's Storage) and its
+//     result keeps the buffer the kernel gave it until the run ends.
+// Collectives and row groups keep an executable on the normal path. SLOTH_FROZEN=0 turns
+// frozen runs off.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/run_state.h"
@@ -42,7 +47,10 @@ class FrozenRun {
     int64_t view_delta = 0;                          // ... at this byte offset from the input's data
     const std::vector<int32_t>* const_outs = nullptr;       // a constant step (kept values):
     const std::vector<DeviceData>* const_vals = nullptr;    // its slots and their buffers
+    const std::vector<int32_t>* reads = nullptr;     // slots it reads and does not compute
   };
+  // Runs step `index` (of the list given to build) as the normal run does.
+  using StepExec = absl::FunctionRef<absl::Status(int32_t index)>;
 
   // The frozen form of a run whose layouts env.vals holds (those of the executable's last
   // completed run, under layout generation `layout_gen`), or null with the reason in `why`.
@@ -55,14 +63,16 @@ class FrozenRun {
 
   // Runs every kernel. The inputs are bound in env.vals; afterwards every plan output's slot
   // holds its value (as the normal run leaves it) for the executable to hand out.
-  void run(Env& env);
+  // A step run as in the normal run can fail (an index out of range): the run stops there,
+  // and finish still drops what it holds.
+  absl::Status run(Env& env, StepExec exec);
   // After the outputs were handed out: drops the references the run still holds.
   void finish(Env& env);
   int64_t kernels() const { return kernels_; }
   size_t arena_bytes() const { return arena_bytes_; }
 
  private:
-  enum class Kind : uint8_t { kView, kConst, kFresh, kTile, kGemm, kReduce };
+  enum class Kind : uint8_t { kView, kConst, kFresh, kTile, kGemm, kReduce, kStep };
   struct Thunk {
     Kind kind;
     int32_t out = -1;            // the slot it sets or writes
@@ -70,11 +80,21 @@ class FrozenRun {
     int64_t delta = 0;           // kView: byte offset from a's data to out's
     const DeviceData* src = nullptr;           // kConst
     const ElementwiseProgram* program = nullptr;  // kTile
-    int32_t index = -1;          // kGemm: gemms_; kReduce: reduces_; kFresh: donors_
+    int32_t index = -1;          // kGemm: gemms_; kReduce: reduces_; kFresh: donors_;
+                                 // kStep: the step's index; its bound reads are step_reads_
+    int32_t reads_begin = 0, reads_end = 0;  // kStep
+    bool escapes = false;        // kStep: its result is handed out (an output or viewed by one)
   };
-  struct AlignedFree {
-    void operator()(char* p) const;
+  // A slot a kStep reads, and where its buffer comes from for the call.
+  struct StepRead {
+    int32_t slot;
+    int32_t root;  // the slot whose buffer it is (itself unless a view)
+    bool own = false;  // the slot holds its own buffer in the slot table already
+    const DeviceData* const_src = nullptr;  // the root is a kept constant: its value
   };
+  // The slot table entry a kStep reads: the buffer of its root, at its pointer this run.
+  void bind_read(Env& env, const StepRead& r);
+  absl::Status run_step(Env& env, const Thunk& t, StepExec exec);
 
   const Plan* plan_ = nullptr;
   std::vector<Thunk> thunks_;
@@ -86,7 +106,10 @@ class FrozenRun {
   // Plan outputs that view a value of this run: their slot shares the viewed slot's buffer.
   std::vector<std::pair<int32_t, int32_t>> output_views_;
   std::vector<int32_t> fresh_;                // slots given a buffer per run (kFresh)
-  std::unique_ptr<char, AlignedFree> arena_;
+  std::vector<StepRead> step_reads_;
+  std::vector<int32_t> scrub_;                // slots kSteps write (and scalar slots they read)
+  std::vector<char> in_arena_;                // per slot: lives in the arena
+  StoragePtr arena_;
   size_t arena_bytes_ = 0;
   int64_t kernels_ = 0;
 };
