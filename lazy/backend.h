@@ -19,6 +19,7 @@ struct RunStats {
   int64_t kernels_launched = 0;
   int64_t bytes_allocated = 0;
   int64_t row_blocked_steps = 0;  // steps run block by block over rows with their neighbours
+  int64_t frozen_runs = 0;  // runs of a backend's frozen form (CPU: backends/cpu/frozen_run.h)
 };
 
 class Executable {

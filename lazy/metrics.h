@@ -23,6 +23,9 @@
   /* CPU: steps run row block by row block with the steps around them (row groups), so        \
      intermediates stay in cache */                                                           \
   X(int64_t, row_blocked_steps, "row-blocked steps")                                          \
+  /* CPU: graphs run from their frozen form (a repeat of a completed run's layouts: no        \
+     per-kernel binding; SLOTH_LOG=frozen says why a plan has none) */                       \
+  X(int64_t, frozen_runs, "frozen runs")                                                      \
   X(int64_t, bytes_allocated, "bytes allocated") /* by kernels' outputs during runs */        \
   X(int64_t, nodes_executed, "nodes") /* IR nodes in executed graphs */                       \
   X(int64_t, host_syncs, "host syncs") /* item/to_vector/printing */                          \

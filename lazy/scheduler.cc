@@ -415,6 +415,7 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   ++counters().graphs_executed;
   counters().kernels_launched += stats.kernels_launched;
   counters().row_blocked_steps += stats.row_blocked_steps;
+  counters().frozen_runs += stats.frozen_runs;
   counters().bytes_allocated += stats.bytes_allocated;
   counters().nodes_executed += static_cast<int64_t>(g.order.size());
 }

@@ -734,6 +734,7 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
   ++c.graphs_executed;
   c.kernels_launched += st.kernels_launched;
   c.row_blocked_steps += st.row_blocked_steps;
+  c.frozen_runs += st.frozen_runs;
   c.bytes_allocated += st.bytes_allocated;
   outs->resize(r.num_returns);
   for (size_t i = 0; i < r.outputs.size(); ++i) {

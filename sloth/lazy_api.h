@@ -21,7 +21,7 @@ std::string dump_plan(const std::vector<Tensor>& tensors);
 
 // The runtime counters (each one is listed, with what it counts, in SLOTH_COUNTERS of
 // lazy/metrics.h: ops_traced, graphs_executed, plan_cache_hits, plan_cache_misses,
-// kernels_launched, row_blocked_steps, bytes_allocated, nodes_executed, host_syncs,
+// kernels_launched, row_blocked_steps, frozen_runs, bytes_allocated, nodes_executed, host_syncs,
 // auto_flushes, trace_s, plan_s, execute_s, last_miss_reason), then the allocator's.
 struct Metrics {
   SLOTH_COUNTERS(SLOTH_COUNTER_FIELD)

@@ -162,6 +162,7 @@ absl::Status CpuExecutable::run_bound(absl::Span<const DeviceData> shared, absl:
         return execute(env, steps_[op.k][op.i]);
       });
       env.stats->kernels_launched += f->kernels();
+      ++env.stats->frozen_runs;
       if (st.ok()) st = hand_out(env, outputs);
       f->finish(env);
       SLOTH_RETURN_IF_ERROR(st);

@@ -119,7 +119,7 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
         continue;
       }
       if (!readable(r)) return false;
-      f->step_reads_.push_back({r, root[r]});
+      f->step_reads_.push_back({.slot = r, .root = root[r], .normal_offset = env.vals[r].layout.offset});
       pinned[root[r]] = 1;
     }
     m->thunk.reads_end = static_cast<int32_t>(f->step_reads_.size());
@@ -329,7 +329,7 @@ absl::Status FrozenRun::run_step(Env& env, const Thunk& t, StepExec exec) {
     if (r.own) continue;
     DeviceData& d = env.vals[r.slot];
     d.storage.reset();  // no reference left: a later donation check must not see it
-    if (r.slot == r.root && in_arena_[r.root]) d.layout.offset = 0;
+    d.layout.offset = r.normal_offset;
   }
   SLOTH_RETURN_IF_ERROR(st);
   DeviceData& o = env.vals[t.out];

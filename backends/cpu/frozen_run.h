@@ -90,6 +90,10 @@ class FrozenRun {
     int32_t slot;
     int32_t root;  // the slot whose buffer it is (itself unless a view)
     bool own = false;  // the slot holds its own buffer in the slot table already
+    // The slot's offset in the normal run's layouts (Env::layout_gen), put back after the
+    // step: bind_read points it into the arena, and a normal run of the same layout
+    // generation (constant steps missed, profiling started) trusts the layouts it finds.
+    int64_t normal_offset = 0;
     const DeviceData* const_src = nullptr;  // the root is a kept constant: its value
   };
   // The slot table entry a kStep reads: the buffer of its root, at its pointer this run.
