@@ -5,6 +5,7 @@
 
 #include "absl/hash/hash.h"
 #include "core/prefetch.h"
+#include "core/slab_pool.h"
 
 namespace sloth::lazy {
 namespace {
@@ -19,17 +20,11 @@ inline void bump(std::atomic<int64_t>& c, int64_t d) {
   c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
-// Up to 1<<18 recycled objects per thread (a program that had that many live keeps them, as a
-// caching allocator would): recording 1e5 live `s * 2.0` (two nodes each: the op and its
-// scalar leaf) then costs no malloc/free.
-constexpr size_t kPoolCap = 1 << 18;
-struct NodePool {
-  std::vector<Node*> free;
-  ~NodePool() {
-    for (Node* n : free) delete n;
-  }
-};
-thread_local NodePool node_pool;
+// Nodes come from per-thread slabs (core/slab_pool.h): neighbouring ops get neighbouring
+// nodes whatever was freed before, and a recycled node keeps its vectors' capacity.
+constexpr size_t kNodeStride = (sizeof(Node) + 63) & ~size_t{63};
+const SlabPool::Type kNodeSlab{kNodeStride, [](void* p) { static_cast<Node*>(p)->~Node(); }};
+thread_local SlabPool* node_slabs = nullptr;
 
 uint64_t mix(uint64_t h, uint64_t v) {
   // splitmix-style combine: cheap, order-dependent, good avalanche.
@@ -57,15 +52,13 @@ void Node::materialize(DeviceData d) {
 
 Node* Node::acquire() {
   bump(live_count, 1);
-  auto& f = node_pool.free;
-  if (f.empty()) return new Node();
-  Node* n = f.back();
-  f.pop_back();
-  // The nodes of the next ops (an op and its scalar leaf take two): the two lines a maker
-  // writes (through a 3-dim shape, which is inline) four takes ahead. See core/prefetch.h.
-  const size_t k = f.size();
-  if (k >= 4) prefetch_for_write(f[k - 4], 128);
-  return n;
+  bool fresh;
+  void* p = SlabPool::take<kNodeStride>(kNodeSlab, node_slabs, &fresh);
+  // The nodes of the next ops (an op and its scalar leaf take two) are the next slots: fetch
+  // the two lines a maker writes (through a 3-dim shape, which is inline) four ahead, which
+  // a slot past the chunk's end does not fault on (a prefetch never does).
+  prefetch_for_write(static_cast<char*>(p) + 4 * kNodeStride, 128);
+  return fresh ? new (p) Node() : static_cast<Node*>(p);
 }
 
 namespace {
@@ -164,22 +157,17 @@ void Node::release() {
       n->data.reset();
       n->has_data = false;
     }
-    if (node_pool.free.size() < kPoolCap) {
-      // attrs are left for the next maker (make() assigns them where the op has some, and
-      // clears them where it has none and the recycled node had some: see has_attrs).
-      n->shape.clear();
-      n->mark = 0;
-      n->slot = -1;
-      n->graph_refs = 0;
-      n->cache_refs = 0;
-      n->scalar = 0;
-      // Dropping the inputs may release more nodes (release() re-enters above and queues them).
-      n->inputs.clear();
-      node_pool.free.push_back(n);
-    } else {
-      n->inputs.clear();
-      delete n;
-    }
+    // attrs are left for the next maker (make() assigns them where the op has some, and
+    // clears them where it has none and the recycled node had some: see has_attrs).
+    n->shape.clear();
+    n->mark = 0;
+    n->slot = -1;
+    n->graph_refs = 0;
+    n->cache_refs = 0;
+    n->scalar = 0;
+    // Dropping the inputs may release more nodes (release() re-enters above and queues them).
+    n->inputs.clear();
+    SlabPool::give<kNodeStride>(kNodeSlab, node_slabs, n);
   }
   draining = false;
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/prefetch.h"
+#include "core/slab_pool.h"
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
 
@@ -29,19 +30,14 @@ NodePtr inverse(const ViewStep& step, const NodePtr& base, const NodePtr& src) {
   return make_node(inv.op, {src}, inv.attrs);
 }
 
-// Up to 1<<18 recycled objects per thread (a program that had that many live keeps them, as a
-// caching allocator would): recording 1e5 live `s * 2.0` under autograd (two groups each: the
-// result's and the saved wrapped number's) then costs no malloc/free.
-constexpr size_t kPoolCap = 1 << 18;
-template <typename T>
-struct Pool {
-  std::vector<T*> free;
-  ~Pool() {
-    for (T* p : free) delete p;
-  }
-};
-thread_local Pool<AliasGroup> group_pool;
-thread_local Pool<TensorImpl> impl_pool;
+// Groups and impls come from per-thread slabs (core/slab_pool.h): neighbouring ops get
+// neighbouring objects whatever was freed before, and a recycled one keeps its buffers.
+constexpr size_t kGroupStride = (sizeof(AliasGroup) + 63) & ~size_t{63};
+constexpr size_t kImplStride = (sizeof(TensorImpl) + 63) & ~size_t{63};
+const SlabPool::Type kGroupSlab{kGroupStride, [](void* p) { static_cast<AliasGroup*>(p)->~AliasGroup(); }};
+const SlabPool::Type kImplSlab{kImplStride, [](void* p) { static_cast<TensorImpl*>(p)->~TensorImpl(); }};
+thread_local SlabPool* group_slabs = nullptr;
+thread_local SlabPool* impl_slabs = nullptr;
 
 }  // namespace
 
@@ -64,18 +60,12 @@ void AliasGroup::unlink() {
 }
 
 Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
-  AliasGroup* g;
-  auto& f = group_pool.free;
-  if (f.empty()) {
-    g = new AliasGroup();
-  } else {
-    g = f.back();
-    f.pop_back();
-    // The next op's groups (a result's and a wrapped number's): see core/prefetch.h.
-    const size_t k = f.size();
-    if (k >= 1) prefetch_for_write(f[k - 1], sizeof(AliasGroup));
-    if (k >= 2) prefetch_for_write(f[k - 2], sizeof(AliasGroup));
-  }
+  bool fresh;
+  void* p = SlabPool::take<kGroupStride>(kGroupSlab, group_slabs, &fresh);
+  // The next op's groups (a result's and a wrapped number's) are the next slots: see
+  // core/prefetch.h.
+  prefetch_for_write(static_cast<char*>(p) + 2 * kGroupStride, 2 * kGroupStride);
+  AliasGroup* g = fresh ? new (p) AliasGroup() : static_cast<AliasGroup*>(p);
   g->value = std::move(v);
   g->device = d;
   g->version = 0;
@@ -91,23 +81,16 @@ AliasGroup::~AliasGroup() {
 void AliasGroup::release() {
   if (listed) unlink();
   value.reset();
-  if (group_pool.free.size() < kPoolCap) group_pool.free.push_back(this);
-  else delete this;
+  SlabPool::give<kGroupStride>(kGroupSlab, group_slabs, this);
 }
 
 TensorImpl* TensorImpl::acquire() {
-  auto& f = impl_pool.free;
-  if (f.empty()) return new TensorImpl();
-  TensorImpl* t = f.back();
-  f.pop_back();
-  // The next ops' tensors (a result and a wrapped number's handle, which is recycled hot):
-  // the hot line three takes ahead, and the first line of the shape buffer of the next one,
-  // whose line was prefetched two ops ago (reading its buffer pointer must not miss: at a
-  // shorter distance that load was most of the cost). See core/prefetch.h.
-  const size_t k = f.size();
-  if (k >= 3) prefetch_for_write(f[k - 3], 64);
-  if (k >= 1) prefetch_for_write(f[k - 1]->shape.data(), 8);
-  return t;
+  bool fresh;
+  void* p = SlabPool::take<kImplStride>(kImplSlab, impl_slabs, &fresh);
+  // The next ops' tensors (a result and a wrapped number's handle) are the next slots: their
+  // hot line three takes ahead. See core/prefetch.h.
+  prefetch_for_write(static_cast<char*>(p) + 3 * kImplStride, 64);
+  return fresh ? new (p) TensorImpl() : static_cast<TensorImpl*>(p);
 }
 
 void TensorImpl::release() {
@@ -123,8 +106,7 @@ void TensorImpl::release() {
     storage_offset = 0;
     view_state_ = false;
   }
-  if (impl_pool.free.size() < kPoolCap) impl_pool.free.push_back(this);
-  else delete this;
+  SlabPool::give<kImplStride>(kImplSlab, impl_slabs, this);
 }
 
 namespace {
