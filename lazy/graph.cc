@@ -118,6 +118,49 @@ class TrivialSizes {
 
 namespace {
 
+// The buffers of this thread's last graphs (Graph::~Graph), for the next build_graph. A
+// buffer larger than kSpareBytes is freed instead (a one-off huge graph keeps no memory).
+constexpr size_t kSpareBytes = size_t{4} << 20;
+struct SpareBuffers {
+  std::vector<Node*> order, inputs, scalars, roots;
+  std::vector<uint32_t> operands, size_ids;
+  std::vector<int32_t> root_values;
+  std::vector<Graph::Value> values;
+};
+// Null before first use and after the thread's exit began (a graph destroyed then keeps
+// nothing).
+thread_local SpareBuffers* spare = nullptr;
+thread_local bool spare_gone = false;
+SpareBuffers* spare_buffers() {
+  if (spare == nullptr && !spare_gone) {
+    spare = new SpareBuffers();
+    struct Owner {
+      ~Owner() {
+        delete spare;
+        spare = nullptr;
+        spare_gone = true;
+      }
+    };
+    thread_local Owner owner;
+    (void)owner;
+  }
+  return spare;
+}
+// Moves v's memory into `keep` when it is larger and not too large.
+template <typename T>
+void keep_larger(std::vector<T>& v, std::vector<T>& keep) {
+  if (v.capacity() <= keep.capacity() || v.capacity() * sizeof(T) > kSpareBytes) return;
+  v.clear();
+  keep.swap(v);
+}
+// Gives v the kept memory (empty) when it has less.
+template <typename T>
+void take_kept(std::vector<T>& v, std::vector<T>& keep) {
+  if (keep.capacity() <= v.capacity()) return;
+  v.swap(keep);
+  v.clear();
+}
+
 bool is_collective(OpId op);
 
 // `first`: nodes whose operand cones are emitted before everything else (they are not roots).
@@ -136,6 +179,17 @@ Graph build_graph_from(absl::Span<const NodePtr> roots, absl::Span<Node* const> 
   auto& stack = walk_stack;
   stack.clear();
   const uint64_t no_attrs_hash = Attrs().hash();
+  if (SpareBuffers* k = spare_buffers()) {
+    take_kept(g.order, k->order);
+    take_kept(g.inputs, k->inputs);
+    take_kept(g.scalars, k->scalars);
+    take_kept(g.roots, k->roots);
+    take_kept(g.operands, k->operands);
+    take_kept(g.root_values, k->root_values);
+    take_kept(g.values, k->values);
+    if (k->size_ids.capacity() > 0) sizes.adopt_ids(std::move(k->size_ids));
+    k->size_ids = {};
+  }
   std::vector<Node*> starts(first.begin(), first.end());
   for (const auto& r : roots) starts.push_back(r.get());
   // At least a node per root (a wide graph: exactly that), at most every pending node (a
@@ -282,6 +336,19 @@ bool is_collective(OpId op) {
 }
 
 }  // namespace
+
+Graph::~Graph() {
+  SpareBuffers* k = spare;
+  if (k == nullptr) return;
+  keep_larger(order, k->order);
+  keep_larger(inputs, k->inputs);
+  keep_larger(scalars, k->scalars);
+  keep_larger(roots, k->roots);
+  keep_larger(operands, k->operands);
+  keep_larger(size_ids, k->size_ids);
+  keep_larger(root_values, k->root_values);
+  keep_larger(values, k->values);
+}
 
 // A graph with collectives is ordered again with each collective's operand cone first (in the
 // order the collectives were found), then the rest: a collective starts as early as its

@@ -13,6 +13,16 @@
 namespace sloth::lazy {
 
 struct Graph {
+  Graph() = default;
+  Graph(const Graph&) = default;
+  Graph(Graph&&) = default;
+  Graph& operator=(const Graph&) = default;
+  Graph& operator=(Graph&&) = default;
+  // Hands the vectors' memory to this thread's next build_graph: a sync allocates no graph
+  // buffers in steady state (after a large graph was freed, glibc's malloc took most of a
+  // small graph's build in searching its bins).
+  ~Graph();
+
   std::vector<Node*> order;    // pending nodes, operands before users
   std::vector<Node*> inputs;   // materialized nodes read by the graph (bound as data)
   std::vector<Node*> scalars;  // Scalar leaves (bound as data)

@@ -52,6 +52,11 @@ class SizeSymbols {
   }
   // Room for n sizes >= 2 in the stream without regrowing it.
   void reserve(size_t n) { ids_.reserve(n); }
+  // Starts the stream in `spare`'s memory (a previous graph's, emptied).
+  void adopt_ids(std::vector<uint32_t>&& spare) {
+    ids_ = std::move(spare);
+    ids_.clear();
+  }
   // The stream's hash (mixed into the structure key to make Graph::key).
   uint64_t stream_hash() const { return stream_ * 0xff51afd7ed558ccdull + ids_.size(); }
   std::vector<int64_t> take_values() { return std::move(values_); }
