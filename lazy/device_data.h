@@ -48,6 +48,15 @@ inline void assign_data(DeviceData& dst, const DeviceData& src) {
   dst.layout.offset = src.layout.offset;
   dst.dtype = src.dtype;
 }
+// dst takes src's storage reference (src's storage is left null) and a copy of its layout;
+// both keep their layout vectors' capacity, so neither side allocates.
+inline void move_data(DeviceData& dst, DeviceData& src) {
+  dst.storage = std::move(src.storage);
+  assign_dims(dst.layout.shape, src.layout.shape);
+  assign_dims(dst.layout.strides, src.layout.strides);
+  dst.layout.offset = src.layout.offset;
+  dst.dtype = src.dtype;
+}
 // The same dims (no call for the few dims of a layout).
 inline bool same_dims(IntSpan a, IntSpan b) {
   const size_t n = a.size();

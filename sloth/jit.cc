@@ -710,13 +710,8 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     if (!r.fallible && b.rewritten && v->use_count() == 1 && src.storage &&
         src.storage->use_count() == 1) {
       // Only the buffer moves: the layout vectors stay with the node (which output
-      // rebinding below reuses), so neither side allocates.
-      DeviceData& d = r.in_buf[i];
-      d.storage = std::move(src.storage);
-      lazy::assign_dims(d.layout.shape, src.layout.shape);
-      lazy::assign_dims(d.layout.strides, src.layout.strides);
-      d.layout.offset = src.layout.offset;
-      d.dtype = src.dtype;
+      // rebinding below reuses).
+      lazy::move_data(r.in_buf[i], src);
     } else {
       lazy::assign_data(r.in_buf[i], src);
     }

@@ -260,13 +260,7 @@ absl::Status CpuExecutable::hand_out(Env& env, std::vector<DeviceData>* outputs)
     if (releases_.output_moves(o)) {
       // The run is over and no later output reads this slot: its reference moves to the
       // caller (no reference count taken here and dropped again at the end of the run).
-      DeviceData& dst = (*outputs)[o];
-      DeviceData& src = env.vals[s];
-      dst.storage = std::move(src.storage);
-      lazy::assign_dims(dst.layout.shape, src.layout.shape);
-      lazy::assign_dims(dst.layout.strides, src.layout.strides);
-      dst.layout.offset = src.layout.offset;
-      dst.dtype = src.dtype;
+      lazy::move_data((*outputs)[o], env.vals[s]);
     } else {
       lazy::assign_data((*outputs)[o], d);
     }

@@ -63,12 +63,7 @@ absl::Status TileProgram::prepare(Env& env, Bind& b, bool donate) const {
       char* p = ptr(x);
       for (size_t e = 0; e < exts_.size(); ++e)
         if (exts_[e].slot == slot) b.donor_ptr[e] = p;
-      DeviceData& out = env.vals[outs_[o].slot];
-      out.storage = std::move(x.storage);
-      lazy::assign_dims(out.layout.shape, x.layout.shape);
-      lazy::assign_dims(out.layout.strides, x.layout.strides);
-      out.layout.offset = x.layout.offset;
-      out.dtype = x.dtype;
+      lazy::move_data(env.vals[outs_[o].slot], x);
       done = true;
       break;
     }
