@@ -435,6 +435,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   auto moved = [&](int32_t e) { return val_[e] > 1 && moved_[parent_[e]] != 0; };
   std::vector<Shape> shapes;
   std::vector<TensorMeta> metas;
+  OutputMeta om;
   std::vector<size_t> bad;  // the nodes whose shape rule rejected an attempt's stand-ins
   std::vector<size_t> operand_start(p_.instrs.size() + 1, 0);
   for (size_t k = 0; k < p_.instrs.size(); ++k)
@@ -536,7 +537,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
             check |= moved(in_dims_[slot] + static_cast<int32_t>(d));
       }
       if (!check) continue;
-      shapes.assign(nin, Shape{});
+      // The operand shapes reuse their buffers from node to node (resize, not new Shapes).
+      if (shapes.size() < nin) shapes.resize(nin);
       metas.clear();
       auto stand_in_shape = [&](Shape& sh, int32_t first, size_t rank) {
         sh.resize(rank);
@@ -547,6 +549,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         const int32_t slot = Graph::operand_slot(ref);
         if (Graph::operand_kind(ref) == 1) stand_in_shape(shapes[j], in_dims_[slot], p_.slots[slot].shape.size());
         else if (Graph::operand_kind(ref) == 3) stand_in_shape(shapes[j], node_dims_[slot], static_cast<size_t>(node_rank_[slot]));
+        else shapes[j].clear();
         // A Scalar leaf is a C++ number (x * 2.0): it takes part in promotion as one.
         metas.push_back({nullptr, p_.slots[n->in[j]].dtype, Graph::operand_kind(ref) == 2});
       }
@@ -556,7 +559,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         size_t j = 0;
         for_each_size_attr(n->op, a, [&](int64_t& v) { v = s_of(node_attrs_[k] + static_cast<int32_t>(j++)); });
       }
-      OutputMeta om;
+      om.shape.clear();
       const absl::Status st = infer(n->op, metas, a, &om);
       bool same_shape = st.ok() && om.shape.size() == static_cast<size_t>(node_rank_[k]);
       for (int32_t d = 0; d < node_rank_[k] && same_shape; ++d) same_shape = om.shape[d] == s_of(node_dims_[k] + d);
