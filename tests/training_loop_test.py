@@ -13,12 +13,15 @@ class Net(torch.nn.Module):
         self.fc2 = torch.nn.Linear(16, 4)
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
-net = Net()
-with torch.no_grad():
-    net.fc1.weight.copy_(seq([16, 8], math.sin, 0.37, 0.3))
-    net.fc1.bias.copy_(seq([16], math.cos, 0.5, 0.1))
-    net.fc2.weight.copy_(seq([4, 16], math.cos, 0.23, 0.3))
-    net.fc2.bias.copy_(seq([4], math.sin, 1.1, 0.1))
+def make_net():  # the initial weights the C++ test sets
+    net = Net()
+    with torch.no_grad():
+        net.fc1.weight.copy_(seq([16, 8], math.sin, 0.37, 0.3))
+        net.fc1.bias.copy_(seq([16], math.cos, 0.5, 0.1))
+        net.fc2.weight.copy_(seq([4, 16], math.cos, 0.23, 0.3))
+        net.fc2.bias.copy_(seq([4], math.sin, 1.1, 0.1))
+    return net
+net = make_net()
 x = seq([6, 8], math.sin, 0.71)
 y = torch.tensor([0, 3, 1, 2, 1, 0])
 opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
@@ -34,12 +37,7 @@ print("fc2.bias", ", ".join("%.9g" % v for v in net.fc2.bias.tolist()))
 print("fc1.weight[0]", ", ".join("%.9g" % v for v in net.fc1.weight[0].tolist()))
 print("fc1.weight.sum", "%.9g" % net.fc1.weight.double().sum().item())
 # Second loop: the loss scaled by a factor that changes every 3 steps.
-net = Net()
-with torch.no_grad():
-    net.fc1.weight.copy_(seq([16, 8], math.sin, 0.37, 0.3))
-    net.fc1.bias.copy_(seq([16], math.cos, 0.5, 0.1))
-    net.fc2.weight.copy_(seq([4, 16], math.cos, 0.23, 0.3))
-    net.fc2.bias.copy_(seq([4], math.sin, 1.1, 0.1))
+net = make_net()
 opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
 losses = []
 for step in range(25):
