@@ -16,23 +16,13 @@ namespace {
 // 1e5 live nodes makes its next graph of that size without asking the kernel for memory).
 constexpr int32_t kRetainEmpty = 32;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kHeapChunks = true;  // LeakSanitizer scans the heap for pointers, not mmap'ed memory
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kHeapChunks = true;
-#else
-constexpr bool kHeapChunks = false;
-#endif
-#else
-constexpr bool kHeapChunks = false;
-#endif
-
 std::atomic<int64_t> mapped{0};
 
-void* map_chunk() {
+}  // namespace
+
+void* map_huge_chunk() {
   constexpr size_t kBytes = SlabChunk::kBytes;
-  if (kHeapChunks) {
+  if (kSanitizedHeap) {
     void* p = std::aligned_alloc(kBytes, kBytes);
     if (p == nullptr) throw std::bad_alloc();
     return p;
@@ -53,14 +43,20 @@ void* map_chunk() {
   return p;
 }
 
-void unmap_chunk(void* p) {
-  mapped.fetch_sub(1, std::memory_order_relaxed);
-  if (kHeapChunks) std::free(p);
+void unmap_huge_chunk(void* p) {
+  if (kSanitizedHeap) std::free(p);
   else munmap(p, SlabChunk::kBytes);
 }
 
+namespace {
+
+void unmap_chunk(void* p) {
+  mapped.fetch_sub(1, std::memory_order_relaxed);
+  unmap_huge_chunk(p);
+}
+
 SlabChunk* new_chunk(const SlabPool::Type& type, SlabPool* owner) {
-  char* base = static_cast<char*>(map_chunk());
+  char* base = static_cast<char*>(map_huge_chunk());
   mapped.fetch_add(1, std::memory_order_relaxed);
   // Header, then the two bitmaps, then the slots (cache-line aligned).
   const size_t header = (sizeof(SlabChunk) + 63) & ~size_t{63};

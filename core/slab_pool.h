@@ -22,6 +22,25 @@
 
 namespace sloth {
 
+// Sanitized builds take chunks from the heap: LeakSanitizer scans the heap, not mmap'ed memory,
+// for pointers, and AddressSanitizer checks the bounds of heap blocks.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitizedHeap = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitizedHeap = true;
+#else
+inline constexpr bool kSanitizedHeap = false;
+#endif
+#else
+inline constexpr bool kSanitizedHeap = false;
+#endif
+
+// A 2 MiB-aligned chunk of 2 MiB outside malloc's heap (huge pages where the kernel grants
+// them; from the heap in sanitized builds), and its return. Throws std::bad_alloc.
+void* map_huge_chunk();
+void unmap_huge_chunk(void* p);
+
 class SlabPool;
 
 // The chunk header, at the start of each 2 MiB chunk; the bitmaps follow it, then the slots.

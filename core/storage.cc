@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "core/slab_pool.h"
 #include "core/error.h"
 
 namespace sloth {
@@ -46,6 +48,7 @@ class CachingCpuAllocator final : public Allocator {
       stats_.cached_bytes -= b;
       return p;
     }
+    if (!kSanitizedHeap && b <= kSmallBin) return carve(b);
     // Large blocks ask for huge pages (far fewer page faults on first touch). madvise needs a
     // page-aligned start, and a huge page a 2 MiB-aligned one: such blocks are aligned to it.
     constexpr size_t kHugePage = size_t{2} << 20;
@@ -83,13 +86,70 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
+  // Small bins are carved from chunks of sloth's own (core/slab_pool.h), not taken from
+  // malloc: the cache keeps its blocks for the life of the process, and 1e5 of them scattered
+  // through glibc's heap (the outputs of a wide graph) left every later malloc searching
+  // fragmented bins. Planning a 17k-node graph took 54-57 ms after a 1e5-output graph, and
+  // 21-27 ms in the same process with the cache emptied first.
+  static constexpr size_t kSmallBin = size_t{256} << 10;
+  static constexpr size_t kChunk = size_t{2} << 20;  // a multiple of every small bin
+  static uintptr_t chunk_of(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kChunk - 1); }
+  void* carve(size_t b) {
+    Carver& c = carvers_[b];
+    if (c.next == c.end) {
+      char* chunk;
+      try {
+        chunk = static_cast<char*>(map_huge_chunk());
+      } catch (const std::bad_alloc&) {
+        release_cache_locked();
+        chunk = static_cast<char*>(map_huge_chunk());
+      }
+      c.next = chunk;
+      c.end = chunk + kChunk;
+      carved_[chunk_of(chunk)] = 0;
+      ++stats_.os_allocations;
+      stats_.os_bytes += kChunk;
+    }
+    void* p = c.next;
+    c.next += b;
+    ++carved_[chunk_of(p)];
+    return p;
+  }
+
   void release_cache_locked() {
+    // Free blocks of the small bins go back a whole chunk at a time: a chunk whose carved
+    // blocks are all free (and which its bin is not carving from) is returned.
+    absl::flat_hash_map<uintptr_t, int32_t> free_in;
+    for (auto& [b, list] : free_)
+      if (!kSanitizedHeap && b <= kSmallBin)
+        for (void* p : list) ++free_in[chunk_of(p)];
+    absl::flat_hash_set<uintptr_t> carving;
+    for (auto& [b, c] : carvers_)
+      if (c.next != c.end) carving.insert(chunk_of(c.next));
+    absl::flat_hash_set<uintptr_t> unmap;
+    for (auto& [chunk, n] : free_in)
+      if (n == carved_[chunk] && !carving.contains(chunk)) unmap.insert(chunk);
     for (auto& [b, list] : free_) {
-      for (void* p : list) std::free(p);
-      stats_.cached_bytes -= static_cast<int64_t>(b * list.size());
-      list.clear();
+      const bool small = !kSanitizedHeap && b <= kSmallBin;
+      size_t kept = 0;
+      for (void* p : list) {
+        if (!small) std::free(p);
+        else if (!unmap.contains(chunk_of(p))) list[kept++] = p;
+      }
+      stats_.cached_bytes -= static_cast<int64_t>(b * (list.size() - kept));
+      list.resize(kept);
+    }
+    for (uintptr_t chunk : unmap) {
+      carved_.erase(chunk);
+      unmap_huge_chunk(reinterpret_cast<void*>(chunk));
     }
   }
+  struct Carver {
+    char* next = nullptr;
+    char* end = nullptr;
+  };
+  absl::flat_hash_map<size_t, Carver> carvers_;     // per small bin: the chunk it carves
+  absl::flat_hash_map<uintptr_t, int32_t> carved_;  // small-bin chunk -> blocks carved
   std::mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_;
   AllocatorStats stats_;

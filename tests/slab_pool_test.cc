@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/storage.h"
 #include "lazy/node.h"
 
 namespace sloth {
@@ -163,6 +164,38 @@ TEST(SlabPool, IrNodesComeBackInAddressOrderAfterAScatteredFree) {
     EXPECT_TRUE(n->inputs.empty());
   }
   EXPECT_EQ(after, before);
+}
+
+// Small host buffers come from chunks of the allocator's own, carved in address order, and go
+// back a chunk at a time when the cache is emptied.
+TEST(HostAllocator, CarvesSmallBlocksFromChunksAndReturnsWholeFreeChunks) {
+  if (kSanitizedHeap) GTEST_SKIP() << "sanitized builds take every block from the heap";
+  constexpr size_t kBin = size_t{128} << 10;  // 16 blocks per 2 MiB chunk; no other test uses it
+  const AllocatorStats before = cpu_allocator_stats();
+  std::vector<StoragePtr> v;
+  for (int i = 0; i < 100; ++i) v.push_back(make_ref<Storage>(cpu_allocator(), kBin - 100));
+  for (size_t i = 1; i < v.size(); ++i) {
+    const uintptr_t a = addr(v[i - 1]->data()), b = addr(v[i]->data());
+    if (i % 16 != 0) {
+      EXPECT_EQ(b, a + kBin) << i;
+    } else {
+      EXPECT_EQ(b % (size_t{2} << 20), 0u) << i;  // the next chunk starts aligned
+    }
+  }
+  const AllocatorStats made = cpu_allocator_stats();
+  EXPECT_EQ(made.os_allocations - before.os_allocations, 7);  // ceil(100 / 16) chunks
+  EXPECT_EQ(made.os_bytes - before.os_bytes, 7 * (int64_t{2} << 20));
+  v.clear();
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes - before.cached_bytes, 100 * static_cast<int64_t>(kBin));
+  // Six chunks are all free and go back; the seventh is still being carved (4 of 16 blocks)
+  // and stays, its blocks cached.
+  cpu_allocator_empty_cache();
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes, 4 * static_cast<int64_t>(kBin));
+  // The kept blocks are handed out again, then carving goes on where it stopped.
+  std::vector<StoragePtr> w;
+  for (int i = 0; i < 5; ++i) w.push_back(make_ref<Storage>(cpu_allocator(), kBin));
+  EXPECT_EQ(cpu_allocator_stats().os_allocations, made.os_allocations);
+  EXPECT_EQ(addr(w[4]->data()) % (size_t{2} << 20), 4 * kBin);
 }
 
 }  // namespace
