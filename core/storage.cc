@@ -92,7 +92,7 @@ class CachingCpuAllocator final : public Allocator {
   // fragmented bins. Planning a 17k-node graph took 54-57 ms after a 1e5-output graph, and
   // 21-27 ms in the same process with the cache emptied first.
   static constexpr size_t kSmallBin = size_t{256} << 10;
-  static constexpr size_t kChunk = size_t{2} << 20;  // a multiple of every small bin
+  static constexpr size_t kChunk = SlabChunk::kBytes;  // map_huge_chunk's size: a multiple of every small bin
   static uintptr_t chunk_of(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kChunk - 1); }
   void* carve(size_t b) {
     Carver& c = carvers_[b];
