@@ -440,23 +440,36 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   std::vector<size_t> operand_start(p_.instrs.size() + 1, 0);
   for (size_t k = 0; k < p_.instrs.size(); ++k)
     operand_start[k + 1] = operand_start[k] + p_.instrs[k].in.size();
+  // Per attempt: each moved free class's stand-in (fresh_val, by class; fresh_list in order
+  // of assignment), and the values taken (every real size, and each stand-in given).
+  std::vector<int64_t> fresh_val(ne, 0);
+  std::vector<int32_t> fresh_list;
+  size_t num_classes = 0;
+  for (const auto& [v, cs] : groups) num_classes += cs.size();
+  absl::flat_hash_set<int64_t> taken;
+  absl::flat_hash_map<int64_t, int64_t> search_from;
+  absl::flat_hash_map<int64_t, int32_t> seen;  // stand-in -> its class
   for (int attempt = 0;; ++attempt) {
     if (attempt == 16) return give_up(fail_);
-    absl::flat_hash_set<int64_t> taken;
+    taken.clear();
+    taken.reserve(groups.size() + num_classes);
     for (const auto& [v, cs] : groups) taken.insert(v);
-    absl::flat_hash_map<int32_t, int64_t> fresh_of;  // moved free class -> its stand-in
+    for (const int32_t c : fresh_list) fresh_val[c] = 0;
+    fresh_list.clear();
     // Where the search above each value goes on: every value below it was taken when last
     // searched, and `taken` only grows, so each value is stepped over once per attempt (a
     // search from val + 1 each time was quadratic in the classes of one value: 400 slices of
     // 8 rows took 0.5 G instructions).
-    absl::flat_hash_map<int64_t, int64_t> search_from;
-    auto move_free = [&](int32_t c) {
-      int64_t& from = search_from.try_emplace(val_[c], val_[c] + 1).first->second;
+    search_from.clear();
+    auto give_fresh = [&](int32_t c, int64_t& from) {
       int64_t v = from;
-      while (taken.contains(v)) ++v;
-      taken.insert(v);
+      while (!taken.insert(v).second) ++v;
       from = v + 1;
-      fresh_of[c] = v;
+      if (fresh_val[c] == 0) fresh_list.push_back(c);
+      fresh_val[c] = v;
+    };
+    auto move_free = [&](int32_t c) {
+      give_fresh(c, search_from.try_emplace(val_[c], val_[c] + 1).first->second);
     };
     for (const auto& [v, cs] : groups) {
       if (cs.size() < 2) continue;
@@ -464,9 +477,12 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       // kept, as before); else the first class met keeps it.
       bool some_pinned = false;
       for (int32_t c : cs) some_pinned |= pinned[c] != 0;
+      int64_t* from = nullptr;  // search_from[v], looked up once per group
       for (int32_t c : cs)
-        if (!pinned[c] && (some_pinned || c != cs[0]) && def_of_[c] < 0)
-          move_free(c);  // a product follows its factors
+        if (!pinned[c] && (some_pinned || c != cs[0]) && def_of_[c] < 0) {  // a product follows its factors
+          if (from == nullptr) from = &search_from.try_emplace(v, v + 1).first->second;
+          give_fresh(c, *from);
+        }
     }
     // A product whose factors all kept their values keeps its own, and may then equal a free
     // size of that value that stayed: that one moves instead. A few rounds settle it.
@@ -477,15 +493,18 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
         stand_[e] = val_[e];
         moved_[e] = 0;
       }
-      for (const auto& [c, v] : fresh_of) {
-        stand_[c] = v;
+      for (const int32_t c : fresh_list) {
+        stand_[c] = fresh_val[c];
         moved_[c] = 1;
       }
-      absl::flat_hash_map<int64_t, int32_t> seen;  // stand-in -> its class
+      seen.clear();
       settled = true;
       for (int32_t e = 0; e < ne && settled; ++e) {
         if (val_[e] <= 1 || find(e) != e) continue;
         if (stand_in_of(e, 0) < 0) return give_up(fail_);
+        // Without products every stand-in is a real size kept by one class of it (or by
+        // pinned classes that are equal anyway) or a fresh value no class has: none collide.
+        if (defs_.empty()) continue;
         auto [it, fresh] = seen.try_emplace(stand_[e], e);
         if (fresh) continue;
         const int32_t other = it->second;
@@ -526,6 +545,11 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     bad.clear();
     for (size_t k = 0; k < p_.instrs.size() && (pin_all || bad.empty()); ++k) {
       const Instr* n = &p_.instrs[k];
+      // An elementwise result is its operands' dims broadcast: each of its dims above 1 was
+      // joined with the operand dims of that size (the others are literal 1s), so at any
+      // stand-ins the rule gives its dims again. Its check could only ever pass.
+      const OpCategory cat = op_category(n->op);
+      if (cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) continue;
       const size_t nin = n->in.size();
       bool check = touched[k] != 0;
       for (size_t j = 0; j < nin && !check; ++j) {
