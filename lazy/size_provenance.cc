@@ -80,6 +80,11 @@ class Provenance {
   std::vector<int32_t> parent_;
   std::vector<int32_t> in_dims_, in_strides_, node_dims_, node_attrs_;  // first element of each
   std::vector<int32_t> node_nattrs_, node_rank_;
+  // Per node: its rule joined every dim of its result to the operand dim the result takes
+  // it from (elementwise broadcasting, a permutation), so its shape rule gives its dims again
+  // at any stand-ins and is not checked. Rules of other relations (a slice's bounds, a
+  // concatenation's sum) are checked.
+  std::vector<uint8_t> exact_;
   struct Def {
     int32_t e;
     std::vector<int32_t> factors;
@@ -164,6 +169,7 @@ void Provenance::node_rule(size_t k, absl::Span<const Operand> ops) {
       for (int64_t p : at.dims) perm &= p >= 0 && p < r;
       if (!perm) break;
       for (int32_t d = 0; d < r; ++d) join(out + d, ops[0].off + static_cast<int32_t>(at.dims[d]));
+      exact_[k] = 1;
       return;
     }
     case OpId::kExpand:
@@ -309,6 +315,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   node_attrs_.resize(p_.instrs.size());
   node_nattrs_.resize(p_.instrs.size());
   node_rank_.resize(p_.instrs.size());
+  exact_.assign(p_.instrs.size(), 0);
   std::vector<Operand> ops;
   for (size_t k = 0; k < p_.instrs.size() && fail_.empty(); ++k) {
     const Instr* n = &p_.instrs[k];
@@ -318,6 +325,9 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     int32_t same = -1;  // an operand of the result's shape (elementwise ops)
     const OpCategory cat = op_category(n->op);  // the constexpr table: no call per node
     const bool ew = cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary;
+    // An elementwise result's dims above 1 each join the operand dims of that size (the
+    // others are literal 1s): exact, whether it shares an operand's elements or not.
+    exact_[k] = ew;
     for (size_t j = 0; j < n->in.size(); ++j) {
       const uint32_t ref = opref(k, j);
       const int32_t slot = Graph::operand_slot(ref);
@@ -545,11 +555,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     bad.clear();
     for (size_t k = 0; k < p_.instrs.size() && (pin_all || bad.empty()); ++k) {
       const Instr* n = &p_.instrs[k];
-      // An elementwise result is its operands' dims broadcast: each of its dims above 1 was
-      // joined with the operand dims of that size (the others are literal 1s), so at any
-      // stand-ins the rule gives its dims again. Its check could only ever pass.
-      const OpCategory cat = op_category(n->op);
-      if (cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) continue;
+      if (exact_[k]) continue;  // its check could only pass
       const size_t nin = n->in.size();
       bool check = touched[k] != 0;
       for (size_t j = 0; j < nin && !check; ++j) {
