@@ -243,11 +243,11 @@ int64_t Provenance::stand_in_of(int32_t c, int depth) {
   int64_t v = stand_[c];
   bool moved = moved_[c] != 0;
   for (int32_t di = def_of_[c]; di >= 0 && di < static_cast<int32_t>(defs_.size()); ++di) {
-    if (find(defs_[di].e) != c) break;  // sorted by class
+    if (parent_[defs_[di].e] != c) break;  // sorted by class (classes are final here)
     int64_t p = 1, real = 1;
     bool any = false;
     for (int32_t f : defs_[di].factors) {
-      const int32_t fc = find(f);
+      const int32_t fc = parent_[f];
       const int64_t s = stand_in_of(fc, depth + 1);
       if (s < 0) return -1;
       any |= moved_[fc] != 0;
@@ -416,15 +416,19 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   // The classes are final from here on (nothing joins below): every element points straight
   // at its root, so the attempts read an element's class with one load (root()).
   for (int32_t e = 0; e < ne; ++e) parent_[e] = find(e);
+  // The classes of sizes above 1 (their root elements, in element order): what the attempts
+  // below assign and walk, instead of every element.
+  std::vector<int32_t> roots;
+  for (int32_t e = 0; e < ne; ++e)
+    if (val_[e] > 1 && parent_[e] == e) roots.push_back(e);
   stand_.assign(ne, 0);
   state_.assign(ne, 0);
   moved_.assign(ne, 0);
   def_of_.assign(ne, -1);
-  std::sort(defs_.begin(), defs_.end(), [&](const Def& a, const Def& b) { return find(a.e) < find(b.e); });
-  for (int32_t di = static_cast<int32_t>(defs_.size()); di-- > 0;) def_of_[find(defs_[di].e)] = di;
+  std::sort(defs_.begin(), defs_.end(), [&](const Def& a, const Def& b) { return parent_[a.e] < parent_[b.e]; });
+  for (int32_t di = static_cast<int32_t>(defs_.size()); di-- > 0;) def_of_[parent_[defs_[di].e]] = di;
   absl::flat_hash_map<int64_t, std::vector<int32_t>> groups;  // value -> its classes, in order
-  for (int32_t e = 0; e < ne; ++e)
-    if (val_[e] > 1 && find(e) == e) groups[val_[e]].push_back(e);
+  for (const int32_t c : roots) groups[val_[c]].push_back(c);
   std::vector<uint8_t> pinned(ne, 0);
   std::vector<int32_t> to_pin;
   auto pin = [&](int32_t c) {  // c and, where it is a product, its factors
@@ -434,9 +438,9 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       to_pin.pop_back();
       if (pinned[x]) continue;
       pinned[x] = 1;
-      for (int32_t di = def_of_[x]; di >= 0 && di < static_cast<int32_t>(defs_.size()) && find(defs_[di].e) == x; ++di)
+      for (int32_t di = def_of_[x]; di >= 0 && di < static_cast<int32_t>(defs_.size()) && parent_[defs_[di].e] == x; ++di)
         for (int32_t f : defs_[di].factors)
-          if (val_[f] > 1) to_pin.push_back(find(f));
+          if (val_[f] > 1) to_pin.push_back(parent_[f]);
     }
   };
   StandInSizes out;
@@ -498,10 +502,10 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     // size of that value that stayed: that one moves instead. A few rounds settle it.
     bool settled = false;
     for (int round = 0; round < 8 && !settled; ++round) {
-      std::fill(state_.begin(), state_.end(), 0);
-      for (int32_t e = 0; e < ne; ++e) {
-        stand_[e] = val_[e];
-        moved_[e] = 0;
+      for (const int32_t c : roots) {
+        state_[c] = 0;
+        stand_[c] = val_[c];
+        moved_[c] = 0;
       }
       for (const int32_t c : fresh_list) {
         stand_[c] = fresh_val[c];
@@ -509,8 +513,8 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
       }
       seen.clear();
       settled = true;
-      for (int32_t e = 0; e < ne && settled; ++e) {
-        if (val_[e] <= 1 || find(e) != e) continue;
+      for (size_t ri = 0; ri < roots.size() && settled; ++ri) {
+        const int32_t e = roots[ri];
         if (stand_in_of(e, 0) < 0) return give_up(fail_);
         // Without products every stand-in is a real size kept by one class of it (or by
         // pinned classes that are equal anyway) or a fresh value no class has: none collide.
@@ -608,7 +612,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     for (const size_t k : bad) {
       bool pinned_here = false;
       auto pin_elem = [&](int32_t e) {
-        if (moved(e) && !pinned[find(e)]) pin(find(e)), pinned_here = true;
+        if (moved(e) && !pinned[parent_[e]]) pin(parent_[e]), pinned_here = true;
       };
       for (int32_t e = node_attrs_[k]; e < node_attrs_[k] + node_nattrs_[k]; ++e) pin_elem(e);
       for (int32_t e = node_dims_[k]; e < node_dims_[k] + node_rank_[k] && !pinned_here; ++e) pin_elem(e);
@@ -625,7 +629,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     if (!pinned_any) return give_up(fail_);
   }
   bool split = false;
-  for (int32_t e = 0; e < ne; ++e) split |= val_[e] > 1 && find(e) == e && moved_[e];
+  for (const int32_t c : roots) split |= moved_[c] != 0;
   if (!split) {  // every coincidence is kept: the plan of these sizes
     if (!fail_.empty()) return give_up(fail_);
     return std::nullopt;
@@ -651,9 +655,9 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
     for (int32_t j = 0; j < node_nattrs_[k]; ++j) out.node_size_attrs.v.push_back(s_of(node_attrs_[k] + j));
     out.node_size_attrs.end_row();
   }
-  for (int32_t e = 0; e < ne && out.summary.size() < 200; ++e)
-    if (val_[e] > 1 && find(e) == e && moved_[e])
-      absl::StrAppendFormat(&out.summary, "%s%d -> %d", out.summary.empty() ? "" : ", ", val_[e], stand_[e]);
+  for (size_t ri = 0; ri < roots.size() && out.summary.size() < 200; ++ri)
+    if (const int32_t c = roots[ri]; moved_[c])
+      absl::StrAppendFormat(&out.summary, "%s%d -> %d", out.summary.empty() ? "" : ", ", val_[c], stand_[c]);
 
   // The key walk's order (build_graph: a depth-first walk from the roots, an input's dims and
   // recorded strides when first met, a node's dims and size attributes when emitted), to
