@@ -15,14 +15,18 @@
 // coincident sizes are distinct, which serves this graph (mapped back to its sizes,
 // lazy/plan_instance.h) and every later graph of the structure.
 //
-// Soundness does not rest on the join rules: a rule that joins too much only gives a less
+// Soundness rests on two join rules only: a rule that joins too much only gives a less
 // general plan, and one that joins too little is caught before anything is planned, since
 // every node touching a stand-in is checked by its op's own shape rule (core/op_rules.cc) at
-// the stand-in sizes: the stand-in graph is then a graph a user could have recorded, of which
-// this graph and any later one that takes the plan are specializations (the invariant that
-// already lets one plan serve several sizes). Anything unexpected (a size 0, a reshape that
-// regroups dims on both sides, a product that overflows, a stand-in that collides, a shape
-// rule that disagrees) gives up, and the graph is planned exactly as before.
+// the stand-in sizes. The two exceptions are the rules that join each result dim to the
+// operand dim it is taken from, elementwise broadcasting and a permutation: their result's
+// classes are their operands', so their shape rules give the same dims at any stand-ins and
+// are not run (they were most of the checks). The stand-in graph is then a graph a user
+// could have recorded, of which this graph and any later one that takes the plan are
+// specializations (the invariant that already lets one plan serve several sizes). Anything
+// unexpected (a size 0, a reshape that regroups dims on both sides, a product that overflows,
+// a stand-in that collides, a shape rule that disagrees) gives up, and the graph is planned
+// exactly as before.
 #pragma once
 
 #include <cstdint>

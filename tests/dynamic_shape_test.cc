@@ -539,6 +539,18 @@ TEST(SizeProvenance, ElementwiseOfTwoInputs) {
   });
 }
 
+// Broadcasting and permutes take each result size from an operand (their shape rules are not
+// run at the stand-ins, lazy/size_provenance.h): the outer sum of a column and a row of equal
+// lengths, transposed, against a matrix of the transposed shape, through a three-way where.
+TEST(SizeProvenance, BroadcastAndPermuteFollowTheirOperands) {
+  expect_one_general_plan({{6, 6}, {6, 3}, {2, 6}, {4, 4}}, [](const std::vector<int64_t>& c, int s) {
+    Tensor col = data_of({c[0], 1}, s), row = data_of({1, c[1]}, s + 1);
+    Tensor m = data_of({c[1], c[0]}, s + 2);
+    Tensor outer = col + row;  // [n, m]
+    return (outer.t() * m + where(m > 0.0, m, outer.permute({1, 0}))).sum({0});
+  });
+}
+
 // Reshape through products of sizes ([n, m] -> [n * m] -> [m, n]), against an input of the
 // product's size: the product is a derived size, made of the stand-ins of its factors.
 TEST(SizeProvenance, ReshapeProducts) {
