@@ -414,7 +414,7 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   // bounds, a concatenation's sum: relations other than equality and product), the moved
   // classes at that node are pinned to their values and the assignment is made again.
   // The classes are final from here on (nothing joins below): every element points straight
-  // at its root, so the attempts read an element's class with one load (root()).
+  // at its root, so the attempts read an element's class with one load (parent_[e]).
   for (int32_t e = 0; e < ne; ++e) parent_[e] = find(e);
   // The classes of sizes above 1 (their root elements, in element order): what the attempts
   // below assign and walk, instead of every element.
@@ -451,22 +451,17 @@ std::optional<StandInSizes> Provenance::run(std::string* why) {
   std::vector<TensorMeta> metas;
   OutputMeta om;
   std::vector<size_t> bad;  // the nodes whose shape rule rejected an attempt's stand-ins
-  std::vector<size_t> operand_start(p_.instrs.size() + 1, 0);
-  for (size_t k = 0; k < p_.instrs.size(); ++k)
-    operand_start[k + 1] = operand_start[k] + p_.instrs[k].in.size();
   // Per attempt: each moved free class's stand-in (fresh_val, by class; fresh_list in order
   // of assignment), and the values taken (every real size, and each stand-in given).
   std::vector<int64_t> fresh_val(ne, 0);
   std::vector<int32_t> fresh_list;
-  size_t num_classes = 0;
-  for (const auto& [v, cs] : groups) num_classes += cs.size();
   absl::flat_hash_set<int64_t> taken;
   absl::flat_hash_map<int64_t, int64_t> search_from;
   absl::flat_hash_map<int64_t, int32_t> seen;  // stand-in -> its class
   for (int attempt = 0;; ++attempt) {
     if (attempt == 16) return give_up(fail_);
     taken.clear();
-    taken.reserve(groups.size() + num_classes);
+    taken.reserve(groups.size() + roots.size());
     for (const auto& [v, cs] : groups) taken.insert(v);
     for (const int32_t c : fresh_list) fresh_val[c] = 0;
     fresh_list.clear();
