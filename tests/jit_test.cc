@@ -225,6 +225,40 @@ TEST(Jit, InPlaceUpdateRunsCompiled) {
   }
 }
 
+// A plan run again with the same layouts runs frozen (backends/cpu/frozen_run.h), and a
+// compiled program there is called directly (compiled_call.h): operands read in place in one
+// call; a 0-dim tensor broadcast over the loop (a learning rate held as data) and a bias
+// repeating along rows filled once, then tile by tile. 41 x 64 elements: five whole tiles of
+// 512 and a partial one. Bit for bit the interpreter's values, frozen or not.
+TEST(Jit, FrozenRunsCallCompiledLoopsDirectly) {
+  Tensor w = data({41, 64}), g = data({41, 64}), bias = data({64}), lr = data({}, 0.01, 0.1);
+  auto step = [&] {
+    std::vector<Tensor> out = {w - lr * g, relu(g + bias) * 0.5, w * g + 1.25};
+    sync(out);
+    return values(out);
+  };
+  jit::set_mode(jit::Mode::kOff);
+  const auto want = step();
+  jit::set_mode(jit::Mode::kSync);
+  const jit::Stats s0 = jit::stats();
+  const int64_t frozen0 = metrics().frozen_runs;
+  std::vector<std::vector<std::vector<double>>> got;
+  for (int i = 0; i < 4; ++i) got.push_back(step());
+  jit::set_mode(jit::Mode::kOff);
+  EXPECT_GE(metrics().frozen_runs - frozen0, 2);
+  // The last two runs are frozen: each calls its compiled loops directly.
+  EXPECT_GE(jit::stats().direct_calls - s0.direct_calls, 2);
+  for (const auto& run : got) {
+    ASSERT_EQ(run.size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(run[o].size(), want[o].size());
+      for (size_t i = 0; i < want[o].size(); ++i)
+        ASSERT_EQ(std::memcmp(&run[o][i], &want[o][i], sizeof(double)), 0)
+            << "output " << o << " element " << i << ": " << run[o][i] << " vs " << want[o][i];
+    }
+  }
+}
+
 TEST(Jit, SpecialValuesMatch) {
   std::vector<double> v = {0.0, -0.0, 1e-45, -1e-45, 1e38, -1e38, INFINITY, -INFINITY, NAN,
                            88.7, 88.8, 89, -103, -104, -105, 0.5, -0.5, 1.5, 2.5};

@@ -79,7 +79,7 @@ absl::Status CpuExecutable::run_bound(absl::Span<const DeviceData> shared, absl:
       // Drop every reference (inputs too: a later donation check must not see them).
       // Values computed here that nothing else holds go to the pool (not inputs: those
       // are the caller's, donated or not).
-      if (env.compiled_runs > 0) jit::note_compiled_run(env.compiled_runs);
+      if (env.compiled_runs > 0) jit::note_compiled_run(env.compiled_runs, env.direct_calls);
       releases.release_at_end(env, completed);
       if (busy) busy->store(false, std::memory_order_release);
     }
@@ -94,6 +94,7 @@ absl::Status CpuExecutable::run_bound(absl::Span<const DeviceData> shared, absl:
   env.pool = mine ? &pool_ : nullptr;
   env.exclusive = mine;
   env.compiled_runs = 0;
+  env.direct_calls = 0;
   env.scalars = scalars;
   env.stats = stats ? stats : &local;
   if (max_input_ >= static_cast<int32_t>(num_inputs))

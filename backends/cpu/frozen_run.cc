@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "absl/strings/str_format.h"
+#include "backends/cpu/compiled_call.h"
+#include "backends/cpu/jit.h"
 #include "backends/cpu/strided.h"
 #include "core/error.h"
 
@@ -177,6 +179,11 @@ std::unique_ptr<FrozenRun> FrozenRun::build(Env& env, uint64_t layout_gen,
           if (!computed(o)) return fail("an elementwise result is not a buffer of its own");
         m.thunk = Thunk{Kind::kTile};
         m.thunk.program = st.program;
+        if (CompiledCall c; st.program->compiled_call(&c)) {
+          m.thunk.kind = Kind::kCall;
+          m.thunk.index = static_cast<int32_t>(f->calls_.size());
+          f->calls_.push_back(std::move(c));
+        }
         m.outs = outs;
         m.donors = donors;
         break;
@@ -373,6 +380,18 @@ absl::Status FrozenRun::run(Env& env, StepExec exec) {
       case Kind::kTile:
         t.program->run_frozen(env, p);
         break;
+      case Kind::kCall: {
+        CompiledCall& c = calls_[t.index];
+        if (c.fn == nullptr) c.fn = t.program->compiled_fn();  // compiled since the last run?
+        if (c.fn == nullptr || jit::mode() == jit::Mode::kOff) {
+          t.program->run_frozen(env, p);
+          break;
+        }
+        c.run(env, p);
+        ++env.compiled_runs;
+        ++env.direct_calls;
+        break;
+      }
       case Kind::kGemm:
         run_gemm(gemms_[t.index], p[t.a], p[t.b], p[t.out]);
         break;

@@ -12,7 +12,10 @@
 //     parameter: nothing else holds its buffer) or from the executable's pool;
 //   - a view is a pointer offset; a matmul, a reduction and an elementwise program get their
 //     operands' pointers and nothing else (kernels.h: BoundGemm, BoundReduce,
-//     ElementwiseProgram::run_frozen);
+//     ElementwiseProgram::run_frozen); a compiled program whose operands are all read in
+//     place is one call of its compiled loop over the run's pointers (CompiledCall): none of
+//     the program's own state is touched, which for a step of ~30 small kernels was most of
+//     the cost of running one;
 //   - any other single-instruction step (an index or scatter op, a factory, a copy, a batched
 //     matmul) runs as in the normal run, through its slot table entries: its operands are
 //     bound there for the call (an arena value as a view of the arena's Storage) and its
@@ -28,6 +31,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
+#include "backends/cpu/compiled_call.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/run_state.h"
 #include "lazy/steps.h"
@@ -72,15 +76,15 @@ class FrozenRun {
   size_t arena_bytes() const { return arena_bytes_; }
 
  private:
-  enum class Kind : uint8_t { kView, kConst, kFresh, kTile, kGemm, kReduce, kStep };
+  enum class Kind : uint8_t { kView, kConst, kFresh, kTile, kCall, kGemm, kReduce, kStep };
   struct Thunk {
     Kind kind;
     int32_t out = -1;            // the slot it sets or writes
     int32_t a = -1, b = -1;      // operand slots (kView: a; kGemm: a, b; kReduce: a)
     int64_t delta = 0;           // kView: byte offset from a's data to out's
     const DeviceData* src = nullptr;           // kConst
-    const ElementwiseProgram* program = nullptr;  // kTile
-    int32_t index = -1;          // kGemm: gemms_; kReduce: reduces_; kFresh: donors_;
+    const ElementwiseProgram* program = nullptr;  // kTile, kCall
+    int32_t index = -1;          // kGemm: gemms_; kReduce: reduces_; kFresh: donors_; kCall: calls_;
                                  // kStep: the step's index; its bound reads are step_reads_
     int32_t reads_begin = 0, reads_end = 0;  // kStep
     bool escapes = false;        // kStep: its result is handed out (an output or viewed by one)
@@ -104,6 +108,7 @@ class FrozenRun {
   std::vector<Thunk> thunks_;
   std::vector<BoundGemm> gemms_;
   std::vector<BoundReduce> reduces_;
+  std::vector<CompiledCall> calls_;
   std::vector<std::vector<int32_t>> donors_;  // kFresh: input slots whose buffer it may take
   std::vector<int32_t> input_slots_;
   std::vector<char*> ptr_;                    // per slot: its data this run

@@ -358,12 +358,17 @@ void wait_idle() {
 }
 
 std::atomic<int64_t> compiled_runs{0};
-void note_compiled_run(int64_t n) { compiled_runs.fetch_add(n, std::memory_order_relaxed); }
+std::atomic<int64_t> direct_calls{0};
+void note_compiled_run(int64_t n, int64_t direct) {
+  compiled_runs.fetch_add(n, std::memory_order_relaxed);
+  if (direct > 0) direct_calls.fetch_add(direct, std::memory_order_relaxed);
+}
 
 Stats stats() {
   std::lock_guard<std::mutex> l(mu);
   Stats s = stats_;
   s.compiled_runs = compiled_runs.load(std::memory_order_relaxed);
+  s.direct_calls = direct_calls.load(std::memory_order_relaxed);
   return s;
 }
 

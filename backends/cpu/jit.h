@@ -57,8 +57,9 @@ struct Stats {
   int64_t failed = 0;       // compiles or loads that failed (the kernel keeps interpreting)
   double compile_s = 0;     // wall time spent in the compiler
   int64_t compiled_runs = 0;  // kernel runs that used compiled code
+  int64_t direct_calls = 0;   // ... called by a frozen run without the program (compiled_call.h)
 };
-void note_compiled_run(int64_t n = 1);
+void note_compiled_run(int64_t n = 1, int64_t direct = 0);
 Stats stats();
 
 }  // namespace sloth::cpu::jit

@@ -102,6 +102,7 @@ struct Env {
   // Runs of compiled elementwise kernels in this run, added to the global count once at its
   // end (one atomic add per run instead of one per kernel).
   int64_t compiled_runs = 0;
+  int64_t direct_calls = 0;  // ... of them, frozen runs' direct calls (compiled_call.h)
 
   bool has(int slot) const { return vals[slot].storage != nullptr; }
   // Every buffer of the backend comes from here (the caching allocator), so the stats count it.
@@ -132,6 +133,10 @@ double read_double(const DeviceData& d);
 
 // A fresh contiguous copy of `x` converted to `dtype`.
 DeviceData make_contiguous(Env& env, const DeviceData& x, DType dtype);
+
+// A frozen run's direct call of a program's compiled loop (compiled_call.h).
+struct CompiledCall;
+using CompiledFn = void (*)(void* const*, int64_t);
 
 // A compiled run of elementwise instructions over one loop shape (the tile interpreter).
 class ElementwiseProgram {
@@ -167,6 +172,11 @@ class ElementwiseProgram {
   // A run with every operand and output (the fused reduction's too) at slot_ptr[slot]; only
   // the scalars are read from `env`. Needs frozen_ready.
   virtual void run_frozen(Env& env, char* const* slot_ptr) const {}
+  // Whether frozen runs of the binding frozen_ready accepted may call the compiled loop
+  // directly (`call` says how; its fn is compiled_fn()). compiled_call.h says which programs.
+  virtual bool compiled_call(CompiledCall* call) const { return false; }
+  // The compiled loop, once compiled (null before, and with SLOTH_JIT=off).
+  virtual CompiledFn compiled_fn() const { return nullptr; }
 };
 struct ProgramOptions {
   // A fused reduction (sum/prod/amax/amin over the trailing dims of its input) whose input is

@@ -61,6 +61,8 @@ class TileProgram final : public ElementwiseProgram {
   void frozen_io(std::vector<int32_t>* reads, std::vector<int32_t>* outs,
                  std::vector<std::vector<int32_t>>* donors) const override;
   void run_frozen(Env& env, char* const* slot_ptr) const override;
+  bool compiled_call(CompiledCall* call) const override;
+  CompiledFn compiled_fn() const override { return n_ > 0 ? jit_fn(n_) : nullptr; }
 
  private:
   TileProgram(const TileProgram& o, const Shape& shape, const Instr* reduce);  // resized()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "backends/cpu/compiled_call.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/tile_loop.h"
 #include "core/error.h"
@@ -81,6 +82,55 @@ void TileProgram::frozen_io(std::vector<int32_t>* reads, std::vector<int32_t>* o
   if (sink_ >= 0) {
     outs->push_back(red_.out);
     donors->emplace_back();
+  }
+}
+
+bool TileProgram::compiled_call(CompiledCall* call) const {
+  const Bind& b = bind_;
+  if (!jit_ || compute_steps_ == 0 || sink_ >= 0 || n_ <= 0 || n_ >= kParallelThreshold ||
+      out_bytes_ >= kStreamBytes || !b.valid ||
+      vals_.size() > static_cast<size_t>(CompiledCall::kMaxValues))
+    return false;
+  call->fn = nullptr;
+  call->n = n_;
+  call->mem.clear();
+  call->scalars.clear();
+  call->fills.clear();
+  for (int k : load_steps_) {
+    const Step& st = steps_[k];
+    const Bound& x = b.bound[st.ext];
+    const int32_t slot = exts_[st.ext].slot;
+    if (x.direct) call->mem.push_back({st.out, slot, static_cast<int64_t>(x.src_size)});
+    else if (x.splat || x.period > 0) call->fills.push_back({st.out, slot, x.load, x.args});
+    else return false;  // converted or strided: loaded tile by tile (run_chunk)
+  }
+  for (size_t o = 0; o < outs_.size(); ++o)
+    call->mem.push_back({outs_[o].val, outs_[o].slot, static_cast<int64_t>(out_es_[o])});
+  for (const Const& c : consts_) call->scalars.push_back({c.val, c.slot, vals_[c.val].dtype});
+  call->tile = call->fills.empty() ? n_ : kTile;
+  call->fill_buf.assign(call->fills.size() * static_cast<size_t>(kTile), 0.0);
+  return true;
+}
+
+void CompiledCall::run(Env& env, char* const* p) {
+  void* q[kMaxValues];
+  double cells[kMaxValues];  // the scalars, each in its own dtype
+  for (size_t j = 0; j < scalars.size(); ++j) {
+    tile::fill(&cells[j], scalars[j].dtype, env.scalar(scalars[j].slot), 1);
+    q[scalars[j].val] = &cells[j];
+  }
+  // A filled operand holds the same elements at the start of every tile (compiled_call.h).
+  const int64_t first = std::min(tile, n);
+  for (size_t j = 0; j < fills.size(); ++j) {
+    Fill& f = fills[j];
+    f.args.base = p[f.slot];
+    double* buf = fill_buf.data() + j * static_cast<size_t>(tile);
+    f.load(f.args, 0, first, buf);
+    q[f.val] = buf;
+  }
+  for (int64_t t = 0; t < n; t += tile) {
+    for (const Mem& m : mem) q[m.val] = p[m.slot] + t * m.es;
+    fn(q, std::min(tile, n - t));
   }
 }
 
