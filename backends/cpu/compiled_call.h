@@ -36,6 +36,8 @@ struct CompiledCall {
     int32_t val, slot;
     tile::LoadFn load;
     tile::LoadArgs args;  // base set per run; shape and strides point into the binding
+    int64_t period;       // > 0: the elements repeat with this period (loaded once, copied)
+    int64_t es;           // bytes per element in the buffer
   };
   std::vector<Mem> mem;
   std::vector<Scalar> scalars;

@@ -1,6 +1,7 @@
 // Whole runs of a tile program (split over threads when large) and row-blocked runs
 // (cpu_backend.cc runs several programs block by block over the same rows).
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "backends/cpu/compiled_call.h"
@@ -101,7 +102,9 @@ bool TileProgram::compiled_call(CompiledCall* call) const {
     const Bound& x = b.bound[st.ext];
     const int32_t slot = exts_[st.ext].slot;
     if (x.direct) call->mem.push_back({st.out, slot, static_cast<int64_t>(x.src_size)});
-    else if (x.splat || x.period > 0) call->fills.push_back({st.out, slot, x.load, x.args});
+    else if (x.splat || x.period > 0)
+      call->fills.push_back({st.out, slot, x.load, x.args, x.splat ? 0 : x.period,
+                             static_cast<int64_t>(dtype_size(vals_[st.out].dtype))});
     else return false;  // converted or strided: loaded tile by tile (run_chunk)
   }
   for (size_t o = 0; o < outs_.size(); ++o)
@@ -125,7 +128,14 @@ void CompiledCall::run(Env& env, char* const* p) {
     Fill& f = fills[j];
     f.args.base = p[f.slot];
     double* buf = fill_buf.data() + j * static_cast<size_t>(tile);
-    f.load(f.args, 0, first, buf);
+    if (f.period > 0 && f.period < first) {  // one period through the strided load, then copies
+      char* b = reinterpret_cast<char*>(buf);
+      f.load(f.args, 0, f.period, buf);
+      for (int64_t have = f.period; have < first; have *= 2)
+        std::memcpy(b + have * f.es, b, static_cast<size_t>(std::min(have, first - have) * f.es));
+    } else {
+      f.load(f.args, 0, first, buf);
+    }
     q[f.val] = buf;
   }
   for (int64_t t = 0; t < n; t += tile) {
