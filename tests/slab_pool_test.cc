@@ -167,35 +167,66 @@ TEST(SlabPool, IrNodesComeBackInAddressOrderAfterAScatteredFree) {
 }
 
 // Small host buffers come from chunks of the allocator's own, carved in address order, and go
-// back a chunk at a time when the cache is emptied.
+// back a chunk at a time when the cache is emptied. Blocks of 4 KiB and more are padded by an
+// odd number of cache lines (17 for 16 KiB and more) so that consecutive blocks start at
+// different offsets within a page (cache colouring).
 TEST(HostAllocator, CarvesSmallBlocksFromChunksAndReturnsWholeFreeChunks) {
   if (kSanitizedHeap) GTEST_SKIP() << "sanitized builds take every block from the heap";
-  constexpr size_t kBin = size_t{128} << 10;  // 16 blocks per 2 MiB chunk; no other test uses it
+  constexpr size_t kBin = size_t{128} << 10;  // no other test uses this bin
+  constexpr size_t kStride = kBin + 17 * 64;
+  constexpr int kPerChunk = (size_t{2} << 20) / kStride;  // 15
+  static_assert(kPerChunk == 15);
   const AllocatorStats before = cpu_allocator_stats();
   std::vector<StoragePtr> v;
   for (int i = 0; i < 100; ++i) v.push_back(make_ref<Storage>(cpu_allocator(), kBin - 100));
   for (size_t i = 1; i < v.size(); ++i) {
     const uintptr_t a = addr(v[i - 1]->data()), b = addr(v[i]->data());
-    if (i % 16 != 0) {
-      EXPECT_EQ(b, a + kBin) << i;
+    if (i % kPerChunk != 0) {
+      EXPECT_EQ(b, a + kStride) << i;
+      EXPECT_NE(b % 4096, a % 4096) << i;
     } else {
       EXPECT_EQ(b % (size_t{2} << 20), 0u) << i;  // the next chunk starts aligned
     }
   }
   const AllocatorStats made = cpu_allocator_stats();
-  EXPECT_EQ(made.os_allocations - before.os_allocations, 7);  // ceil(100 / 16) chunks
+  EXPECT_EQ(made.os_allocations - before.os_allocations, 7);  // ceil(100 / 15) chunks
   EXPECT_EQ(made.os_bytes - before.os_bytes, 7 * (int64_t{2} << 20));
   v.clear();
   EXPECT_EQ(cpu_allocator_stats().cached_bytes - before.cached_bytes, 100 * static_cast<int64_t>(kBin));
-  // Six chunks are all free and go back; the seventh is still being carved (4 of 16 blocks)
+  // Six chunks are all free and go back; the seventh is still being carved (10 of 15 blocks)
   // and stays, its blocks cached.
   cpu_allocator_empty_cache();
-  EXPECT_EQ(cpu_allocator_stats().cached_bytes, 4 * static_cast<int64_t>(kBin));
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes, 10 * static_cast<int64_t>(kBin));
   // The kept blocks are handed out again, then carving goes on where it stopped.
   std::vector<StoragePtr> w;
-  for (int i = 0; i < 5; ++i) w.push_back(make_ref<Storage>(cpu_allocator(), kBin));
+  for (int i = 0; i < 11; ++i) w.push_back(make_ref<Storage>(cpu_allocator(), kBin));
   EXPECT_EQ(cpu_allocator_stats().os_allocations, made.os_allocations);
-  EXPECT_EQ(addr(w[4]->data()) % (size_t{2} << 20), 4 * kBin);
+  EXPECT_EQ(addr(w[10]->data()) % (size_t{2} << 20), 10 * kStride);
+}
+
+// Large blocks (past the carved bins) are coloured too: consecutive ones start 17 lines
+// apart within their pages, and each is usable to its last byte.
+TEST(HostAllocator, LargeBlocksStartAtDifferentPageOffsets) {
+  if (kSanitizedHeap) GTEST_SKIP() << "sanitized builds hand out blocks uncoloured";
+  constexpr size_t kBytes = size_t{3} << 20;  // a 3 MiB bin: huge-page aligned, no other test uses it
+  cpu_allocator_empty_cache();
+  const int64_t kept = cpu_allocator_stats().cached_bytes;  // blocks of chunks still carved
+  std::vector<StoragePtr> v;
+  for (int i = 0; i < 4; ++i) v.push_back(make_ref<Storage>(cpu_allocator(), kBytes));
+  for (size_t i = 1; i < v.size(); ++i) {
+    const size_t a = addr(v[i - 1]->data()) % 4096, b = addr(v[i]->data()) % 4096;
+    EXPECT_EQ((b + 4096 - a) % 4096, 17 * 64u) << i;
+  }
+  for (auto& s : v) {
+    auto* p = static_cast<unsigned char*>(s->data());
+    p[0] = 1;
+    p[kBytes - 1] = 2;
+    EXPECT_EQ(p[0] + p[kBytes - 1], 3);
+  }
+  v.clear();
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes, kept + 4 * static_cast<int64_t>(kBytes));
+  cpu_allocator_empty_cache();  // frees them at their aligned starts (a wrong start aborts)
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes, kept);
 }
 
 }  // namespace
