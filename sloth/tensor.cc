@@ -125,13 +125,29 @@ template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 
-double Tensor::item() const {
-  if (numel() != 1)
+namespace {
+
+// The one element of a one-element tensor, read in place (a loss read every step: no vector
+// made for it) and converted as static_cast does.
+template <typename T>
+T only_element(const Tensor& t) {
+  if (t.numel() != 1)
     fail("item: only a tensor with one element can be converted to a number, got shape %s; "
          "reduce it first (sum, mean) or index it",
-         shape_str(shape()));
-  return to_vector<double>()[0];
+         shape_str(t.shape()));
+  const lazy::DeviceData d = internal::host_data(t);
+  T v{};
+  visit_dtype(d.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    v = static_cast<T>(*d.data<S>());
+  });
+  return v;
 }
+
+}  // namespace
+
+double Tensor::item() const { return only_element<double>(*this); }
+int64_t Tensor::item_int64() const { return only_element<int64_t>(*this); }
 
 Tensor Tensor::to(DType d) const {
   if (d == dtype()) return *this;

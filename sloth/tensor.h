@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "core/device.h"
@@ -66,7 +67,13 @@ class Tensor {
   // ---- reading values: sync points ----
   template <typename T> std::vector<T> to_vector() const;
   double item() const;
-  template <typename T> T item() const { return static_cast<T>(item()); }
+  // An integer type reads integer tensors exactly (an int64 beyond 2^53 too, as LibTorch's
+  // item<int64_t>()); floating values convert as static_cast does.
+  template <typename T> T item() const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(item_int64());
+    else return static_cast<T>(item());
+  }
+  int64_t item_int64() const;  // item<int64_t>()
   std::string to_string() const;
   Tensor to(Device) const;
   Tensor to(DType) const;

@@ -441,5 +441,27 @@ TEST(Modulo, MatchesPyTorch) {
   EXPECT_EQ(trunc(tensor({-2.5, 2.5}, {2})).to_vector<float>(), (std::vector<float>{-2, 2}));
 }
 
+
+// item() reads the one element where it lies: a view at an offset, any dtype, a pending value,
+// a number, an exact int64 beyond 2^53; anything else is an error that names the shape.
+TEST(ScalarItem, ReadsTheElementOfViewsAndEveryDtype) {
+  Tensor x = arange(0, 12, TensorOptions(kFloat32)).reshape({3, 4});
+  mark_step();
+  EXPECT_EQ(x[2][1].item(), 9.0);
+  EXPECT_EQ(x.t()[3][1].item(), 7.0);               // a strided view
+  EXPECT_EQ(x.narrow(1, 2, 1)[1].item(), 6.0);      // [1] at offset 6
+  EXPECT_EQ((x * 2)[1][3].item(), 14.0);            // pending: synced first
+  EXPECT_EQ(full({}, int64_t{9007199254740993}).item<int64_t>(), int64_t{9007199254740993});
+  EXPECT_EQ(full({1}, 2.75).item<int>(), 2);  // floating: converted as static_cast does
+  EXPECT_EQ(full({1, 1}, int64_t{-5}).item(), -5.0);
+  EXPECT_EQ(full({}, true).item(), 1.0);
+  EXPECT_EQ(full({1}, 2.5, TensorOptions(kFloat64)).item(), 2.5);
+  EXPECT_EQ((x[0][1] > 0).item(), 1.0);             // bool
+  EXPECT_EQ(full({1}, uint8_t{200}, TensorOptions(kUInt8)).item(), 200.0);
+  const std::string e = error_of([&] { x[0].item(); });
+  EXPECT_NE(e.find("item: only a tensor with one element"), std::string::npos) << e;
+  EXPECT_NE(e.find("[4]"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace sloth
