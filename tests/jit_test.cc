@@ -248,15 +248,31 @@ TEST(Jit, FrozenRunsCallCompiledLoopsDirectly) {
   EXPECT_GE(metrics().frozen_runs - frozen0, 2);
   // The last two runs are frozen: each calls its compiled loops directly.
   EXPECT_GE(jit::stats().direct_calls - s0.direct_calls, 2);
-  for (const auto& run : got) {
-    ASSERT_EQ(run.size(), want.size());
-    for (size_t o = 0; o < want.size(); ++o) {
-      ASSERT_EQ(run[o].size(), want[o].size());
-      for (size_t i = 0; i < want[o].size(); ++i)
-        ASSERT_EQ(std::memcmp(&run[o][i], &want[o][i], sizeof(double)), 0)
-            << "output " << o << " element " << i << ": " << run[o][i] << " vs " << want[o][i];
+  auto expect_bitwise = [](const auto& got, const auto& want) {
+    for (const auto& run : got) {
+      ASSERT_EQ(run.size(), want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        ASSERT_EQ(run[o].size(), want[o].size());
+        for (size_t i = 0; i < want[o].size(); ++i)
+          ASSERT_EQ(std::memcmp(&run[o][i], &want[o][i], sizeof(double)), 0)
+              << "output " << o << " element " << i << ": " << run[o][i] << " vs " << want[o][i];
+      }
     }
-  }
+  };
+  expect_bitwise(got, want);
+  // A new learning rate (written in place, as a schedule under sloth::jit does): the direct
+  // call loads the broadcast element again rather than reusing the last run's fill.
+  lr.fill_(0.0625);
+  sync({lr});
+  const auto want2 = step();
+  ASSERT_NE(want2[0], want[0]);
+  jit::set_mode(jit::Mode::kSync);
+  const int64_t direct1 = jit::stats().direct_calls;
+  got.clear();
+  for (int i = 0; i < 3; ++i) got.push_back(step());
+  jit::set_mode(jit::Mode::kOff);
+  EXPECT_GE(jit::stats().direct_calls - direct1, 2);
+  expect_bitwise(got, want2);
 }
 
 TEST(Jit, SpecialValuesMatch) {

@@ -38,6 +38,11 @@ struct CompiledCall {
     tile::LoadArgs args;  // base set per run; shape and strides point into the binding
     int64_t period;       // > 0: the elements repeat with this period (loaded once, copied)
     int64_t es;           // bytes per element in the buffer
+    // period 0: one element broadcast (a learning rate held as data). The buffer is filled
+    // again only when that element's bytes change (src_es of them, as last read).
+    int64_t src_es = 0;
+    bool filled = false;
+    uint64_t last_bits = 0;
   };
   std::vector<Mem> mem;
   std::vector<Scalar> scalars;

@@ -103,8 +103,10 @@ bool TileProgram::compiled_call(CompiledCall* call) const {
     const int32_t slot = exts_[st.ext].slot;
     if (x.direct) call->mem.push_back({st.out, slot, static_cast<int64_t>(x.src_size)});
     else if (x.splat || x.period > 0)
-      call->fills.push_back({st.out, slot, x.load, x.args, x.splat ? 0 : x.period,
-                             static_cast<int64_t>(dtype_size(vals_[st.out].dtype))});
+      call->fills.push_back({.val = st.out, .slot = slot, .load = x.load, .args = x.args,
+                             .period = x.splat ? 0 : x.period,
+                             .es = static_cast<int64_t>(dtype_size(vals_[st.out].dtype)),
+                             .src_es = static_cast<int64_t>(x.src_size)});
     else return false;  // converted or strided: loaded tile by tile (run_chunk)
   }
   for (size_t o = 0; o < outs_.size(); ++o)
@@ -128,6 +130,14 @@ void CompiledCall::run(Env& env, char* const* p) {
     Fill& f = fills[j];
     f.args.base = p[f.slot];
     double* buf = fill_buf.data() + j * static_cast<size_t>(tile);
+    q[f.val] = buf;
+    if (f.period == 0) {  // one element: the buffer still holds it unless its bytes changed
+      uint64_t bits = 0;
+      std::memcpy(&bits, p[f.slot], static_cast<size_t>(f.src_es));
+      if (f.filled && bits == f.last_bits) continue;
+      f.filled = true;
+      f.last_bits = bits;
+    }
     if (f.period > 0 && f.period < first) {  // one period through the strided load, then copies
       char* b = reinterpret_cast<char*>(buf);
       f.load(f.args, 0, f.period, buf);
@@ -136,7 +146,6 @@ void CompiledCall::run(Env& env, char* const* p) {
     } else {
       f.load(f.args, 0, first, buf);
     }
-    q[f.val] = buf;
   }
   for (int64_t t = 0; t < n; t += tile) {
     for (const Mem& m : mem) q[m.val] = p[m.slot] + t * m.es;
