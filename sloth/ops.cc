@@ -72,7 +72,8 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
 #define SLOTH_API_ArgFn(Id, name)                                                    \
   Tensor name(const Tensor& x, int64_t dim, bool keepdim) {                          \
     return call_op(OpId::k##Id, {x}, ArgReduceAttrs{.dim = dim, .keepdim = keepdim}); \
-  }
+  }                                                                                  \
+  Tensor name(const Tensor& x) { return name(x.reshape({-1}), 0); }
 #include "sloth/op_api_rows.inc"
 
 Tensor sum(const Tensor& x) { return call_op(OpId::kSum, {x}, reduce_attrs({}, false)); }

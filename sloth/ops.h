@@ -49,6 +49,7 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
 //   ReduceFn: Tensor f(const Tensor& x, Shape dims = {}, bool keepdim = false);
 //             f = prod amax amin  (dims may be negative; {} means all dims)
 //   ArgFn:    Tensor f(const Tensor& x, int64_t dim, bool keepdim = false);  f = argmax argmin
+//             Tensor f(const Tensor& x);  the index into the flattened tensor (torch.argmax(x))
 //   DimFn:    Tensor f(const Tensor& x, int64_t dim, const Tensor& index);  f = index_select gather
 //             Tensor f(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
 //             f = scatter_add index_add
@@ -62,7 +63,9 @@ Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi);
   Tensor name(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
 #define SLOTH_API_ListDim(Id, name) Tensor name(const std::vector<Tensor>& tensors, int64_t dim = 0);
 #define SLOTH_API_ReduceFn(Id, name) Tensor name(const Tensor& x, Shape dims = {}, bool keepdim = false);
-#define SLOTH_API_ArgFn(Id, name) Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
+#define SLOTH_API_ArgFn(Id, name)                                      \
+  Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);     \
+  Tensor name(const Tensor& x); /* over all elements, flattened: a 0-dim index */
 #include "sloth/op_api_rows.inc"
 
 // ---- reductions: dims may be negative; {} means all dims (prod amax amin argmax argmin above) ----

@@ -421,8 +421,9 @@ Tensor Tensor::div(const Tensor& o) const { return sloth::div(*this, o); }
 #define SLOTH_API_ListDim(Id, name)
 #define SLOTH_API_ReduceFn(Id, name) \
   Tensor Tensor::name(Shape dims, bool keepdim) const { return sloth::name(*this, dims, keepdim); }
-#define SLOTH_API_ArgFn(Id, name) \
-  Tensor Tensor::name(int64_t dim, bool keepdim) const { return sloth::name(*this, dim, keepdim); }
+#define SLOTH_API_ArgFn(Id, name)                                                                 \
+  Tensor Tensor::name(int64_t dim, bool keepdim) const { return sloth::name(*this, dim, keepdim); } \
+  Tensor Tensor::name() const { return sloth::name(*this); }
 #include "sloth/op_api_rows.inc"
 Tensor Tensor::pow(const Tensor& e) const { return sloth::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return sloth::pow(*this, e); }

@@ -179,7 +179,9 @@ class Tensor {
   Tensor name(int64_t dim, const Tensor& index, const Tensor& src) const;
 #define SLOTH_API_ListDim(Id, name)
 #define SLOTH_API_ReduceFn(Id, name) Tensor name(Shape dims = {}, bool keepdim = false) const;
-#define SLOTH_API_ArgFn(Id, name) Tensor name(int64_t dim, bool keepdim = false) const;
+#define SLOTH_API_ArgFn(Id, name) \
+  Tensor name(int64_t dim, bool keepdim = false) const; \
+  Tensor name() const;
 #include "sloth/op_api_rows.inc"
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;

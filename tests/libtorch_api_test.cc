@@ -475,4 +475,21 @@ TEST(TensorConveniences, IsSameIsAliasOfAndToString) {
   EXPECT_THROW(Tensor().is_alias_of(a), Error);
 }
 
+
+// torch::argmax(x) / x.argmin() without a dim: the index into the flattened tensor, a 0-dim
+// int64 (values from torch 1.13).
+TEST(TensorOps, ArgmaxWithoutDimIndexesTheFlattenedTensor) {
+  Tensor x = sloth::tensor({3, 9, 1, 9, 2, -1}, {2, 3});
+  Tensor i = sloth::argmax(x);
+  EXPECT_EQ(i.dim(), 0);
+  EXPECT_EQ(i.dtype(), sloth::kInt64);
+  EXPECT_EQ(i.item<int64_t>(), 1);  // the first of the two maxima
+  EXPECT_EQ(sloth::argmin(x).item<int64_t>(), 5);
+  EXPECT_EQ(x.t().argmax().item<int64_t>(), 1);  // in the transposed tensor's own order
+  EXPECT_EQ(x.t().argmin().item<int64_t>(), 5);
+  EXPECT_EQ(sloth::argmax(sloth::tensor(5.0)).item<int64_t>(), 0);
+  const std::string e = sloth::testing::error_of([] { sloth::argmax(sloth::zeros({0})); });
+  EXPECT_NE(e.find("argmax"), std::string::npos) << e;
+}
+
 }  // namespace
