@@ -245,11 +245,16 @@ SLOTH_AVX512 void row_times_b(int64_t n, int64_t k, const float* a, int64_t sa, 
   }
 }
 
+bool has_avx512() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return avx512;
+}
+
 }  // namespace
 
 bool small_sgemm_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  if (!avx512 || m * n * k >= kSmallWork) return false;
+  if (!has_avx512()) return small_sgemm_avx2_takes(ta, tb, m, n, k);
+  if (m * n * k >= kSmallWork) return false;
   // One row or column: a GEMV, which OpenBLAS's GEMM entry does not special-case. One row
   // times a row-major B (the weight gradient of a Linear with one output, dY^T @ x,
   // 1 x 64 x 16: 57 vs 72 ns) runs along B's rows.
@@ -263,6 +268,7 @@ bool small_sgemm_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
 
 void small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float* c) {
+  if (!has_avx512()) return small_sgemm_avx2(ta, tb, m, n, k, a, lda, b, ldb, c);
   if (n == 1 && !ta) {  // C[i] = A's row i . B's only column
     gemv(m, k, a, lda, b, tb ? 1 : ldb, c, 1);
   } else if (m == 1 && tb) {  // C[j] = B's row j . A's only row
