@@ -20,6 +20,7 @@
 #include "core/scalar.h"
 #include "core/ref.h"
 #include "core/shape.h"
+#include "sloth/int_list.h"
 #include "sloth/op_api.h"
 
 namespace sloth {
@@ -54,7 +55,9 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
-  Shape sizes() const { return shape(); }
+  // LibTorch's spelling: t.sizes().vec(), t.sizes()[0], t.sizes() == u.sizes(); a view of
+  // shape() (sloth/int_list.h), converting to a const Shape&.
+  SizesRef sizes() const { return SizesRef(shape()); }
   int64_t size(int64_t dim) const;
   const Strides& strides() const;   // PyTorch's logical strides
   int64_t storage_offset() const;

@@ -242,6 +242,8 @@ std::string Tensor::to_string() const {
   return s + ")";
 }
 
+std::ostream& operator<<(std::ostream& os, const SizesRef& v) { return os << shape_str(v); }
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 }  // namespace sloth

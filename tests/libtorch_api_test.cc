@@ -287,6 +287,34 @@ TEST(TensorConveniences, FactoriesDtypesDevices) {
   EXPECT_EQ(t.to(kFloat).dtype(), kFloat32);
 }
 
+// t.sizes() as LibTorch code uses it: .vec() (a std::vector<int64_t> to edit), .size(), [i],
+// front/back, equality with another sizes() and with a braced list, passing it where a shape
+// is taken, printing as c10 prints ("[2, 3, 4]"), and at() past the end as a clear error.
+TEST(TensorConveniences, SizesWorksAsLibTorchsIntArrayRef) {
+  Tensor x = zeros({2, 3, 4});
+  std::vector<int64_t> v = x.sizes().vec();
+  v.push_back(1);
+  EXPECT_EQ(v, (std::vector<int64_t>{2, 3, 4, 1}));
+  EXPECT_EQ(x.sizes().size(), 3u);
+  EXPECT_EQ(x.sizes()[1], 3);
+  EXPECT_EQ(x.sizes().front(), 2);
+  EXPECT_EQ(x.sizes().back(), 4);
+  EXPECT_EQ(std::vector<int64_t>(x.sizes().begin(), x.sizes().end()), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_TRUE(x.sizes() == ones({2, 3, 4}).sizes());
+  EXPECT_FALSE(x.sizes() == ones({2, 4, 3}).sizes());
+  EXPECT_TRUE(x.sizes().equals({2, 3, 4}));
+  EXPECT_TRUE(x.sizes() == (Shape{2, 3, 4}));
+  const Shape s = x.sizes();  // converts, as before
+  EXPECT_EQ(s, (Shape{2, 3, 4}));
+  EXPECT_EQ(zeros(x.sizes()).shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(randn(3).reshape(ones({3, 1}).sizes()).shape(), (Shape{3, 1}));
+  std::ostringstream os;
+  os << x.sizes();
+  EXPECT_EQ(os.str(), "[2, 3, 4]");
+  EXPECT_ERROR_HAS(x.sizes().at(3), "out of range");
+  EXPECT_ERROR_HAS(zeros({}).sizes().back(), "out of range");
+}
+
 // torch::tensor(std::vector<T>) with LibTorch 1.13's dtypes (checked there): vector<float> and
 // vector<double> -> Float, vector<int> and vector<int64_t> -> Long, vector<uint8_t> -> Byte;
 // an options dtype wins; an integer tensor cannot require grad.
