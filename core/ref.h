@@ -42,6 +42,13 @@ class RefCounted {
     return true;
   }
   mutable std::atomic<int64_t> refs_{0};
+
+ protected:
+  // For a type that guards every way to a new reference with a lock of its own (AliasGroup's
+  // registry): under that lock, whether the caller's is the only reference, and giving it up
+  // with a plain store (see Ref::~Ref's release_if_last).
+  bool only_reference() const { return refs_.load(std::memory_order_acquire) == 1; }
+  void forget_only_reference() const { refs_.store(0, std::memory_order_relaxed); }
 };
 
 template <typename T>
@@ -80,6 +87,11 @@ class Ref {
     if (p_ == nullptr) return;
     if constexpr (requires(const T* q) { { T::sole_release_ok(q) } -> std::convertible_to<bool>; }) {
       if (T::sole_release_ok(p_) && p_->drop_if_sole()) return;
+    }
+    // A type with `static bool release_if_last(const T*)` drops the last reference its own way
+    // (under the lock it takes anyway to release), returning false when there are others.
+    if constexpr (requires(const T* q) { { T::release_if_last(q) } -> std::convertible_to<bool>; }) {
+      if (T::release_if_last(p_)) return;
     }
     p_->dec();
   }

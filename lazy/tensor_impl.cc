@@ -52,6 +52,10 @@ void AliasGroup::link() {
 
 void AliasGroup::unlink() {
   RegistryLock lock;
+  unlink_locked();
+}
+
+void AliasGroup::unlink_locked() {
   if (prev) prev->next = next;
   else if (registry_head == this) registry_head = next;
   if (next) next->prev = prev;
@@ -72,6 +76,21 @@ Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
   Ref<AliasGroup> r = Ref<AliasGroup>::adopt_new(g);  // before link(): then others may see it
   if (live) g->link();
   return r;
+}
+
+bool AliasGroup::release_if_last(const AliasGroup* cg) {
+  // Checked before the lock too: a group shared with views (or copies) is dropped by the
+  // ordinary locked decrement, without taking the lock only to find other holders.
+  if (!cg->listed || !cg->only_reference()) return false;
+  auto* g = const_cast<AliasGroup*>(cg);
+  {
+    RegistryLock lock;
+    if (!g->only_reference()) return false;
+    g->unlink_locked();
+    g->forget_only_reference();
+  }
+  g->release();
+  return true;
 }
 
 AliasGroup::~AliasGroup() {

@@ -299,8 +299,16 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Te
                                 .has_weight = w.defined(), .has_bias = b.defined()});
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+// The operators' alpha is 1, which has nothing to check (add/sub ask alpha_is_one, a call
+// per op for `acc = acc + s`); undefined operands take add/sub's path to its error.
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined()) return call_op_borrowed(OpId::kAdd, a, b);
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined()) return call_op_borrowed(OpId::kSub, a, b);
+  return sub(a, b);
+}
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 namespace {

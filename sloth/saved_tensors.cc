@@ -72,33 +72,26 @@ SavePlan table_plan(OpId op, uint32_t needs) {
 // table_plan for every op and every `needs` of operands 0..2 (the only ones a ⟨b⟩ condition
 // names: SavedSet has three args), made once: recording with grad asks it per op.
 struct PlanTable {
-  std::array<std::array<SavePlan, 8>, kNumOps> plans;
+  SavePlanRow plans[kNumOps];
   PlanTable() {
     for (int op = 0; op < kNumOps; ++op)
       for (uint32_t needs = 0; needs < 8; ++needs)
         plans[op][needs] = table_plan(static_cast<OpId>(op), needs);
   }
 };
-const PlanTable& plan_table() {
-  static const PlanTable t;
-  return t;
-}
 
 }  // namespace
 
-SavePlan save_plan_with_number(OpId op, uint32_t needs, int number_pos) {
-  SavePlan p = plan_table().plans[static_cast<int>(op)][needs & 7];
-  // pow.Tensor_Scalar saves only self (see save_plan).
-  if (op == OpId::kPow && number_pos == 1) {
-    p.check &= ~bit(1);
-    p.result_check = false;
-  }
-  return p;
+const SavePlanRow* made_save_plans() {
+  static const PlanTable t;
+  save_plans.store(t.plans, std::memory_order_release);
+  return t.plans;
 }
 
-SavePlan save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in, uint32_t needs) {
+SavePlan adjusted_save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
+                            uint32_t needs) {
   // The table's facts...
-  SavePlan p = plan_table().plans[static_cast<int>(op)][needs & 7];
+  SavePlan p = table_save_plan(op, needs);
   // ...and what depends on more than the op.
   switch (op) {
     case OpId::kPow:

@@ -1,7 +1,11 @@
 // Graph batching, structural hashing, the plan cache, bounded graphs, host reads mid-step,
 // and the IR dump.
+#include <atomic>
+#include <thread>
+
 #include "gtest/gtest.h"
 #include "lazy/ew_form.h"
+#include "lazy/tensor_impl.h"
 #include "lazy/scheduler.h"
 #include "sloth/sloth.h"
 
@@ -138,6 +142,46 @@ TEST(Lazy, AChainOfAMillionNodesIsFreedWithoutRecursion) {
   set_auto_flush_limit(20000);
   mark_step();  // nothing pending; resets the count of nodes since the last sync
   EXPECT_EQ(metrics().auto_flushes, 0);
+}
+
+// Pending tensors made and dropped on another thread (a data loader) while this one lists
+// the live groups, as mark_step() does: a group's last holder unlinks it and drops its
+// reference under the registry lock, so the lister never takes a reference to a group being
+// freed (ASan's run of this test would see the use after free), and no dropped group stays
+// listed.
+TEST(Lazy, GroupsDroppedOnAnotherThreadWhileListedAreUnlinkedOnce) {
+  mark_step();
+  auto ours = [] {  // the pending groups of [7, 3] tensors: only this test makes that shape
+    int64_t n = 0;
+    for (const auto& g : lazy::pending_groups(Device::cpu()))
+      if (g->value->shape.size() == 2 && g->value->shape[0] == 7 && g->value->shape[1] == 3) ++n;
+    return n;
+  };
+  Tensor kept = full({7, 3}, 1.0) * 2.0;  // one that stays pending throughout
+  std::atomic<bool> done{false};
+  std::thread maker([&] {
+    Tensor x = full({7, 3}, 3.0);
+    for (int i = 0; i < 20000; ++i) {
+      Tensor y = x + static_cast<double>(i);
+      Tensor z = y * y;  // y's group is dropped first, then z's
+    }
+    done = true;
+  });
+  int64_t lists = 0, most = 0;
+  while (!done.load()) {
+    // Holding the listed references, then dropping them: some drops here are the last ones.
+    std::vector<Ref<lazy::AliasGroup>> held = lazy::pending_groups(Device::cpu());
+    most = std::max<int64_t>(most, static_cast<int64_t>(held.size()));
+    ++lists;
+  }
+  maker.join();
+  EXPECT_GT(lists, 0);
+  EXPECT_GE(most, 1);
+  // What stays listed is exactly what is still held: the kept tensor (the maker's x and its
+  // full() were dropped with the thread).
+  EXPECT_EQ(ours(), 1);
+  EXPECT_EQ(kept.to_vector<float>(), std::vector<float>(21, 2.0f));
+  EXPECT_EQ(ours(), 0);  // synced: no longer pending
 }
 
 TEST(Lazy, DumpIrTextAndDot) {
