@@ -94,9 +94,11 @@ inline bool same_dims(const int64_t* a, size_t n, const Shape& b) {
 // The info of input `fn.next.back()` (the edge just added): a tag where backward can tell it
 // again (a 0-dim cpu operand by its dtype; an operand whose edge's producer recorded this very
 // info reads it there; one with the info of the result `ri`, as `y + b` with b not requiring
-// grad, reads the node's output info), else stored.
-inline void add_input_info(autograd::OpBackward& fn, const Shape& shape, DType dtype,
-                           Device device, const TensorImpl& ri) {
+// grad, reads the node's output info), else stored. Inlined (gcc kept it out of line: a call
+// with five arguments and six saved registers per operand).
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void add_input_info(autograd::OpBackward& fn,
+                                                        const Shape& shape, DType dtype,
+                                                        Device device, const TensorImpl& ri) {
   const size_t i = fn.next.size() - 1;
   if (shape.empty() && device == Device::cpu()) {
     fn.add_input_info_scalar(i, dtype);
