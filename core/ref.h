@@ -41,14 +41,16 @@ class RefCounted {
     const_cast<RefCounted*>(this)->release();
     return true;
   }
+  // A new reference unless the count already reached zero (the object is being released):
+  // for a registry that holds raw pointers and turns them into references (see
+  // Ref::try_acquire).
+  bool try_inc() const {
+    int64_t n = refs_.load(std::memory_order_relaxed);
+    while (n > 0)
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+    return false;
+  }
   mutable std::atomic<int64_t> refs_{0};
-
- protected:
-  // For a type that guards every way to a new reference with a lock of its own (AliasGroup's
-  // registry): under that lock, whether the caller's is the only reference, and giving it up
-  // with a plain store (see Ref::~Ref's release_if_last).
-  bool only_reference() const { return refs_.load(std::memory_order_acquire) == 1; }
-  void forget_only_reference() const { refs_.store(0, std::memory_order_relaxed); }
 };
 
 template <typename T>
@@ -75,6 +77,15 @@ class Ref {
     return r;
   }
   void forget() { p_ = nullptr; }
+  // A reference to `p`, found through a raw pointer a registry keeps (under the registry's
+  // lock), or null when p's last reference is already gone: its release is under way and
+  // will unlink it. A plain increment there would bring it back to life, to be freed a
+  // second time by whoever dropped the new reference.
+  static Ref try_acquire(T* p) {
+    Ref r;
+    if (p != nullptr && p->try_inc()) r.p_ = p;
+    return r;
+  }
   static Ref adopt_new(T* p) {
     Ref r;
     p->init_first();
@@ -87,11 +98,6 @@ class Ref {
     if (p_ == nullptr) return;
     if constexpr (requires(const T* q) { { T::sole_release_ok(q) } -> std::convertible_to<bool>; }) {
       if (T::sole_release_ok(p_) && p_->drop_if_sole()) return;
-    }
-    // A type with `static bool release_if_last(const T*)` drops the last reference its own way
-    // (under the lock it takes anyway to release), returning false when there are others.
-    if constexpr (requires(const T* q) { { T::release_if_last(q) } -> std::convertible_to<bool>; }) {
-      if (T::release_if_last(p_)) return;
     }
     p_->dec();
   }

@@ -52,10 +52,6 @@ void AliasGroup::link() {
 
 void AliasGroup::unlink() {
   RegistryLock lock;
-  unlink_locked();
-}
-
-void AliasGroup::unlink_locked() {
   if (prev) prev->next = next;
   else if (registry_head == this) registry_head = next;
   if (next) next->prev = prev;
@@ -76,21 +72,6 @@ Ref<AliasGroup> AliasGroup::make(NodePtr v, Device d, bool live) {
   Ref<AliasGroup> r = Ref<AliasGroup>::adopt_new(g);  // before link(): then others may see it
   if (live) g->link();
   return r;
-}
-
-bool AliasGroup::release_if_last(const AliasGroup* cg) {
-  // Checked before the lock too: a group shared with views (or copies) is dropped by the
-  // ordinary locked decrement, without taking the lock only to find other holders.
-  if (!cg->listed || !cg->only_reference()) return false;
-  auto* g = const_cast<AliasGroup*>(cg);
-  {
-    RegistryLock lock;
-    if (!g->only_reference()) return false;
-    g->unlink_locked();
-    g->forget_only_reference();
-  }
-  g->release();
-  return true;
 }
 
 AliasGroup::~AliasGroup() {
@@ -153,8 +134,8 @@ std::vector<Ref<AliasGroup>> pending_groups(Device device) {
   RegistryLock lock;
   for (AliasGroup* g = registry_head; g != nullptr; g = g->next) {
     if (g->device == device && g->value && !g->value->materialized() &&
-        g->value->op != OpId::kScalar && g->use_count() > 0)
-      out.emplace_back(g);
+        g->value->op != OpId::kScalar)
+      if (Ref<AliasGroup> r = Ref<AliasGroup>::try_acquire(g)) out.push_back(std::move(r));
   }
   return out;
 }
@@ -163,7 +144,8 @@ std::vector<Ref<AliasGroup>> live_groups(Device device) {
   std::vector<Ref<AliasGroup>> out;
   RegistryLock lock;
   for (AliasGroup* g = registry_head; g != nullptr; g = g->next)
-    if (g->device == device && g->value && g->use_count() > 0) out.emplace_back(g);
+    if (g->device == device && g->value)
+      if (Ref<AliasGroup> r = Ref<AliasGroup>::try_acquire(g)) out.push_back(std::move(r));
   return out;
 }
 

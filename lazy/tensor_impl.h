@@ -44,10 +44,6 @@ class AliasGroup final : public RefCounted {
   // holder may drop it without a locked decrement; a listed one is not (the registry turns
   // its raw pointers into references: see Ref::~Ref).
   static bool sole_release_ok(const AliasGroup* g) { return !g->listed; }
-  // A listed group's last holder unlinks it and drops the reference under one hold of the
-  // registry lock, which guards the only way to a new reference (pending_groups): one locked
-  // instruction per dropped result instead of two (a locked decrement, then the lock).
-  static bool release_if_last(const AliasGroup* g);
 
   NodePtr value;         // the base's current value
   Device device;
@@ -66,7 +62,6 @@ class AliasGroup final : public RefCounted {
   AliasGroup() = default;
   void link();
   void unlink();
-  void unlink_locked();  // the registry lock held
 };
 static_assert(sizeof(AliasGroup) == 64, "AliasGroup is one cache line");
 

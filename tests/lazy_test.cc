@@ -145,10 +145,11 @@ TEST(Lazy, AChainOfAMillionNodesIsFreedWithoutRecursion) {
 }
 
 // Pending tensors made and dropped on another thread (a data loader) while this one lists
-// the live groups, as mark_step() does: a group's last holder unlinks it and drops its
-// reference under the registry lock, so the lister never takes a reference to a group being
-// freed (ASan's run of this test would see the use after free), and no dropped group stays
-// listed.
+// the live groups, as mark_step() does, holding and dropping what it listed (some of those
+// drops are the last reference): the lister never takes a reference to a group being freed,
+// and no dropped group stays listed. Before Ref::try_acquire, a group whose count had just
+// reached zero (its release waiting for the registry lock) could be listed and so brought back
+// to life, then freed twice: this test crashed in 3 of 5 runs.
 TEST(Lazy, GroupsDroppedOnAnotherThreadWhileListedAreUnlinkedOnce) {
   mark_step();
   auto ours = [] {  // the pending groups of [7, 3] tensors: only this test makes that shape
