@@ -38,10 +38,12 @@ inline const SavePlan& table_save_plan(OpId op, uint32_t needs) {
 // save_plan for the ops whose plan depends on more than the table (see below).
 SavePlan adjusted_save_plan(OpId op, const Attrs& attrs, absl::Span<const Tensor> in,
                             uint32_t needs);
-inline bool save_plan_adjusts(OpId op) {
-  return op == OpId::kPow || op == OpId::kMatmul || op == OpId::kMean ||
-         op == OpId::kLayerNorm || op == OpId::kSdpa;
+// save_plan reads the operands' tensors (shapes, strides, count) or attrs for `op`.
+inline bool save_plan_reads_operands(OpId op) {
+  return op == OpId::kMatmul || op == OpId::kMean || op == OpId::kLayerNorm || op == OpId::kSdpa;
 }
+// The plan of pow (by which operand requires grad) and of the ops above is not the table row.
+inline bool save_plan_adjusts(OpId op) { return op == OpId::kPow || save_plan_reads_operands(op); }
 
 // `needs` bit i: input i requires grad (PyTorch's ⟨b⟩ conditions depend on it). Inline: the
 // common op reads its table row in place (a returned copy of the 12-byte plan, assembled from
@@ -61,10 +63,6 @@ inline SavePlan save_plan_with_number(OpId op, uint32_t needs, int number_pos) {
     p.result_check = false;
   }
   return p;
-}
-// save_plan reads the operands' tensors (shapes, strides, count) or attrs for `op`.
-inline bool save_plan_reads_operands(OpId op) {
-  return op == OpId::kMatmul || op == OpId::kMean || op == OpId::kLayerNorm || op == OpId::kSdpa;
 }
 
 // After a composite op ran: puts PyTorch's saved set for it (inputs and result, checks only)
