@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -200,6 +201,14 @@ Storage::Storage(void* data, size_t bytes, Device device, std::function<void(voi
 Storage::~Storage() {
   if (alloc_ != nullptr) alloc_->deallocate(data_, bytes_);
   else if (deleter_) deleter_(data_);
+}
+
+void Storage::take_ownership_of_copy() {
+  if (alloc_ != nullptr || deleter_ || !device_.is_cpu()) return;
+  void* own = the_cpu_allocator().allocate(bytes_);
+  if (bytes_ != 0) std::memcpy(own, data_, bytes_);
+  data_ = own;
+  alloc_ = &the_cpu_allocator();
 }
 
 Allocator* cpu_allocator() { return &the_cpu_allocator(); }

@@ -36,6 +36,10 @@ class Storage final : public RefCounted {
   // Caller-owned memory (from_blob): never donated to a kernel as its output buffer, since
   // the caller may read or reuse it (a dataset's pixels viewed by from_blob).
   bool external() const { return alloc_ == nullptr; }
+  // Caller memory without a deleter: copies it into memory of its own (from the CPU
+  // allocator), so the caller may free it while this Storage is still read
+  // (lazy/borrowed_memory.h). Anything else: nothing to do.
+  void take_ownership_of_copy();
 
  private:
   void* data_ = nullptr;

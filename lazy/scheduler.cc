@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/settings.h"
 #include "lazy/backend.h"
+#include "lazy/borrowed_memory.h"
 #include "lazy/graph.h"
 #include "lazy/ir_dump.h"
 #include "lazy/lowering.h"
@@ -132,6 +133,7 @@ uint64_t next_plan_seq = 1;
 
 int64_t auto_flush_limit = 20000;
 bool in_sync = false;
+thread_local int sync_depth = 0;  // sync_nodes calls running on this thread
 thread_local bool worker_thread = false;  // ---- data loader workers: no auto-flush here ----
 
 bool fusion_enabled() { return settings().fusion; }
@@ -220,6 +222,8 @@ void set_auto_flush_limit(int64_t nodes) { auto_flush_limit = nodes; }
 
 void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   std::lock_guard<std::recursive_mutex> trace_guard(trace_lock());
+  ++sync_depth;
+  struct Depth { ~Depth() { --sync_depth; } } depth;
   // The roots in structural order (lazy/root_order.h): a step whose tensors were created in
   // another order (AdamW's moments on the first step) numbers its values alike, so it takes
   // the same plan. Each root node is materialized by itself below, so no result moves.
@@ -412,6 +416,7 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   counters().execute_s += seconds_since(t1);
   if (!st.ok()) throw Error(std::string(st.message()));
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
+  if (borrowed_group_count.load(std::memory_order_relaxed) != 0) write_back_borrowed();
   ++counters().graphs_executed;
   counters().kernels_launched += stats.kernels_launched;
   counters().row_blocked_steps += stats.row_blocked_steps;
@@ -448,6 +453,8 @@ std::recursive_mutex& trace_lock() {
   static std::recursive_mutex mu;
   return mu;
 }
+bool can_sync_here() { return !worker_thread && sync_depth == 0 && !in_sync; }
+
 WorkerTraceScope::WorkerTraceScope() : lock(trace_lock()) { worker_thread = true; }
 WorkerTraceScope::~WorkerTraceScope() { worker_thread = false; }
 

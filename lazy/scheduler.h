@@ -20,6 +20,8 @@ namespace sloth::lazy {
 // that nothing the graph computed runs again (DESIGN I9; see build_graph). Throws
 // sloth::Error on failure, with every root still pending (nothing is lost).
 void sync_nodes(absl::Span<const NodePtr> roots, Device device);
+// Whether this thread may start a sync now: not inside one, not a data loader worker.
+bool can_sync_here();
 // Every live pending tensor of every device, one graph per device.
 void mark_step();
 // Called after each recorded op: flushes when the pending IR grew past the limit, so loops

@@ -8,6 +8,7 @@
 #include "core/slab_pool.h"
 #include "core/op_attrs.h"
 #include "core/view_layout.h"
+#include "lazy/borrowed_memory.h"
 
 namespace sloth::lazy {
 namespace {
@@ -79,6 +80,7 @@ AliasGroup::~AliasGroup() {
 }
 
 void AliasGroup::release() {
+  if (borrowed) [[unlikely]] borrowed_group_released(*this);
   if (listed) unlink();
   value.reset();
   SlabPool::give<kGroupStride>(kGroupSlab, group_slabs, this);

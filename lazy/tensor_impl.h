@@ -54,6 +54,7 @@ class AliasGroup final : public RefCounted {
   AliasGroup* next = nullptr;
   int32_t jit_holds = 0;  // references held by sloth::jit records (sloth/jit.cc)
   bool listed = false;
+  bool borrowed = false;  // shares caller memory (from_blob): lazy/borrowed_memory.h
 
  protected:
   void release() override;  // recycled through a per-thread pool

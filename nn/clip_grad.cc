@@ -39,4 +39,16 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   return total;
 }
 
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
+  NoGradGuard guard;
+  for (const Tensor& p : parameters)
+    if (p.defined())
+      if (Tensor g = p.grad(); g.defined()) g.clamp_(-clip_value, clip_value);
+}
+
+double utils::clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                              double norm_type, bool error_if_nonfinite) {
+  return nn::clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite).item<double>();
+}
+
 }  // namespace sloth::nn

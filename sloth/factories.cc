@@ -9,6 +9,7 @@
 #include "core/op_attrs.h"
 #include "core/range_rule.h"
 #include "lazy/backend.h"
+#include "lazy/borrowed_memory.h"
 #include "lazy/tensor_impl.h"
 #include "sloth/autograd_api.h"
 #include "sloth/dispatch.h"
@@ -136,21 +137,19 @@ template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, Shape, TensorO
 Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter) {
   for (int64_t d : shape)
     if (d < 0) fail("from_blob: negative size in shape %s", shape_str(shape));
-  // ---- uint8 ----
-  // Image bytes without a deleter (torch::from_blob(mat.ptr(), {h, w}, kUInt8), the
-  // custom-dataset idiom) are copied at once: sloth records lazily, and such a buffer usually
-  // dies when the loading function returns, before the step reads it (LibTorch's eager cat/to
-  // copy it in time). Other dtypes, and any call with a deleter, share the memory.
-  if (dtype == DType::kUInt8 && !deleter) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    return host_tensor(p, numel(shape), shape, dtype);
-  }
+  // The memory is shared, with LibTorch's results: recorded ops that still read it when the
+  // tensor (and its views) go get a copy, and writes reach it at syncs and when the tensor
+  // goes (lazy/borrowed_memory.h). So `from_blob(p, ...).clone()` and the custom-dataset
+  // idiom (image bytes viewed by from_blob, concatenated, the buffer freed on return) work.
   lazy::DeviceData d;
   size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
-  d.storage = make_ref<Storage>(data, bytes, Device::cpu(), std::move(deleter));
+  StoragePtr memory = make_ref<Storage>(data, bytes, Device::cpu(), std::move(deleter));
+  d.storage = memory;
   d.layout = {shape, contiguous_strides(shape), 0};
   d.dtype = dtype;
-  return Tensor(lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu()));
+  auto impl = lazy::TensorImpl::make(lazy::Node::data_leaf(std::move(d)), Device::cpu());
+  lazy::borrow_memory(*impl->group, std::move(memory));
+  return Tensor(std::move(impl));
 }
 
 Tensor full(Shape shape, const Scalar& value, TensorOptions o) {

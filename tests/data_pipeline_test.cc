@@ -298,16 +298,63 @@ TEST(DataPipeline, FromBlobMemoryIsNeverDonated) {
 }  // namespace
 
 namespace {
-// kUInt8 / kByte image bytes: the custom-dataset example's from_blob. A real uint8 tensor;
-// without a deleter the bytes are copied at once (the buffer usually dies before the step).
+// LibTorch runs `from_blob(p, ...).clone()` at once: the clone owns its values when the line
+// ends, so the memory may be refilled or freed. sloth gives the recorded clone a copy when
+// the last tensor over the memory goes (lazy/borrowed_memory.h).
+TEST(DataPipeline, FromBlobCloneOwnsItsValuesOnceTheBlobTensorIsGone) {
+  std::vector<int64_t> buf = {3, 1, 4};
+  sloth::Tensor c = sloth::from_blob(buf.data(), {3}, sloth::kInt64).clone();
+  sloth::Tensor y;
+  {
+    sloth::Tensor x = sloth::from_blob(buf.data(), {3}, sloth::kInt64);
+    y = x * 10;
+  }
+  buf.assign(3, -7);
+  EXPECT_EQ(c.to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 4}));
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{30, 10, 40}));
+}
+
+// In-place writes to a from_blob tensor reach the caller's memory, as in LibTorch: at the
+// next sync, and, for a tensor that goes with a write not yet run (a temporary, the idiom
+// that exports a result), when it goes.
+TEST(DataPipeline, FromBlobWritesReachTheMemory) {
+  std::vector<float> buf = {1, 2, 3, 4};
+  sloth::Tensor t = sloth::from_blob(buf.data(), {2, 2}, sloth::kFloat);
+  t.add_(1);
+  EXPECT_EQ(buf, (std::vector<float>{1, 2, 3, 4}));  // lazy: not yet run
+  sloth::mark_step();
+  EXPECT_EQ(buf, (std::vector<float>{2, 3, 4, 5}));
+  t[1].fill_(9);  // through a view
+  EXPECT_FLOAT_EQ(t.sum().item<float>(), 23.0f);
+  EXPECT_EQ(buf, (std::vector<float>{2, 3, 9, 9}));
+  buf[0] = 7;  // shared both ways while the tensor lives
+  EXPECT_FLOAT_EQ(t[0][0].item<float>(), 7.0f);
+
+  std::vector<float> out(3, 0);
+  sloth::Tensor r = sloth::tensor({1.0, 2.0, 3.0}) * 2;
+  sloth::from_blob(out.data(), {3}, sloth::kFloat).copy_(r);
+  EXPECT_EQ(out, (std::vector<float>{2, 4, 6}));
+}
+}  // namespace
+
+namespace {
+// kUInt8 / kByte image bytes: the custom-dataset example's from_blob. A real uint8 tensor
+// sharing the bytes, as in LibTorch: a change to them while the tensor lives is seen; once the
+// tensors over them are gone, recorded ops keep the values they had (the example's buffers die
+// when its loading function returns, before the step reads them).
 TEST(DataPipeline, FromBlobBytes) {
-  std::vector<uint8_t> r = {0, 128, 255, 7}, g = {1, 2, 3, 4};
-  auto R = sloth::from_blob(r.data(), {2, 2}, sloth::kUInt8);
-  auto G = sloth::from_blob(g.data(), {2, 2}, sloth::kByte);
-  EXPECT_EQ(R.dtype(), sloth::kUInt8);
-  EXPECT_EQ(G.dtype(), sloth::kByte);
-  r.assign(4, 9);  // copied at entry
-  auto c = sloth::cat({R, G});
+  std::vector<uint8_t> r = {0, 128, 255, 9}, g = {1, 2, 3, 4};
+  sloth::Tensor c;
+  {
+    auto R = sloth::from_blob(r.data(), {2, 2}, sloth::kUInt8);
+    auto G = sloth::from_blob(g.data(), {2, 2}, sloth::kByte);
+    EXPECT_EQ(R.dtype(), sloth::kUInt8);
+    EXPECT_EQ(G.dtype(), sloth::kByte);
+    r[3] = 7;  // shared: LibTorch's cat below reads 7
+    c = sloth::cat({R, G});
+  }
+  r.assign(4, 99);  // R and G are gone: the recorded cat keeps its operands' values
+  g.assign(4, 99);
   EXPECT_EQ(c.dtype(), sloth::kUInt8);
   EXPECT_EQ(c.to_vector<uint8_t>(), (std::vector<uint8_t>{0, 128, 255, 7, 1, 2, 3, 4}));
   auto t = c.view({2, 2, 2}).to(sloth::kFloat) / 255.0;

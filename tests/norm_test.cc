@@ -235,6 +235,26 @@ TEST(ClipGradNorm, MatchesPyTorchForNorms2InfAnd1) {
   EXPECT_EQ(q.grad().to_vector<float>()[1], 1.0f) << "unchanged after the error";
 }
 
+// LibTorch's torch::nn::utils spellings: clip_grad_norm_ returns the norm as a double (over a
+// vector, an initializer list or one tensor); clip_grad_value_ clamps each gradient.
+TEST(ClipGradNorm, LibTorchUtilsSpellings) {
+  Tensor p1 = zeros({3}).requires_grad_(true), p2 = zeros({2}).requires_grad_(true);
+  p1.set_grad(tensor({3.0, 0.0, 4.0}));
+  p2.set_grad(tensor({0.0, 12.0}));
+  const double total = nn::utils::clip_grad_norm_({p1, p2}, 6.5);  // |(3, 4, 12)| = 13
+  EXPECT_NEAR(total, 13.0, 1e-5);
+  EXPECT_NEAR(p2.grad().to_vector<float>()[1], 12.0 * 6.5 / (13.0 + 1e-6), 1e-5);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_(p1, 100.0), 2.5, 1e-5) << "p1 was halved";
+  std::vector<Tensor> ps = {p1, p2};
+  EXPECT_NEAR(nn::utils::clip_grad_norm_(ps, 100.0, 1.0), 1.5 + 0 + 2.0 + 0 + 6.0, 1e-5);
+  p1.set_grad(tensor({-3.0, 0.5, 2.0}));
+  nn::utils::clip_grad_value_(p1, 1.0);
+  EXPECT_EQ(p1.grad().to_vector<float>(), (std::vector<float>{-1.0f, 0.5f, 1.0f}));
+  nn::utils::clip_grad_value_({p1, p2}, 0.25);
+  EXPECT_EQ(p1.grad().to_vector<float>(), (std::vector<float>{-0.25f, 0.25f, 0.25f}));
+  EXPECT_EQ(p2.grad().to_vector<float>(), (std::vector<float>{0.0f, 0.25f}));
+}
+
 TEST(Layers, FlattenAndDropout2d) {
   nn::Flatten f;
   EXPECT_EQ(f(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
