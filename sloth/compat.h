@@ -49,6 +49,9 @@ Tensor empty(I n, TensorOptions o = {}) { return empty(Shape{int64_t(n)}, o); }
 inline Tensor tensor(std::vector<double> values, TensorOptions o) {
   return tensor(std::move(values), Shape{-1}, o);
 }
+inline Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
+  return tensor(std::vector<double>(values), Shape{-1}, o);
+}
 
 // torch::tensor(std::vector<T>) for a vector the program already holds (`tensor({...})` is
 // the std::vector<double> overload in ops.h). LibTorch's dtype rule: float vectors take the

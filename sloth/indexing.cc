@@ -273,7 +273,7 @@ Tensor index_impl(const Tensor& self, std::span<const TensorIndex> idx) {
   return move_front_dims(picked, static_cast<int64_t>(g.bshape.size()), g.put_at);
 }
 
-void put_impl(Tensor& self, std::span<const TensorIndex> idx, const Tensor& values) {
+void put_impl(const Tensor& self, std::span<const TensorIndex> idx, const Tensor& values) {
   if (!self.defined()) fail("Tensor::index_put_: the tensor is undefined");
   if (!values.defined()) fail("Tensor::index_put_: the values are undefined (indices %s)",
                               indices_str(idx));
@@ -329,22 +329,22 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   return indexing::index_impl(*this, indices);
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& values) {
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& values) const {
   indexing::put_impl(*this, std::span<const TensorIndex>(indices.begin(), indices.size()), values);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& values) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& values) const {
   indexing::put_impl(*this, indices, values);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) {
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) const {
   return index_put_(std::vector<TensorIndex>(indices), value);
 }
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& value) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& value) const {
   if (!defined()) fail("Tensor::index_put_: the tensor is undefined");
   check_fits("index_put_", value, dtype());
   indexing::put_impl(*this, indices, full({}, value, TensorOptions().dtype(dtype()).device(device())));
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace sloth

@@ -3,6 +3,7 @@
 // attaches autograd history when grad is needed.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -248,6 +249,11 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size);
 // ---- factories (TensorOptions last; float32 on the CPU by default) ----
 Tensor tensor(std::vector<double> values, Shape shape = {-1}, TensorOptions = {});
 Tensor tensor(double scalar, TensorOptions = {});
+// A braced list is 1-D, as in LibTorch, even with one element: tensor({3.0}) has shape [1]
+// (it would otherwise bind to tensor(double) and be 0-dim).
+inline Tensor tensor(std::initializer_list<double> values, Shape shape = {-1}, TensorOptions o = {}) {
+  return tensor(std::vector<double>(values), std::move(shape), o);
+}
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, Shape shape, TensorOptions = {});
 Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter = {});

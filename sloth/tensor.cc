@@ -162,7 +162,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 // ---- autograd --------------------------------------------------------------------------------
 bool Tensor::requires_grad() const { return internal::tracks_grad(*this, /*strict=*/false); }
 
-Tensor& Tensor::requires_grad_(bool r) {
+Tensor& Tensor::requires_grad_(bool r) const {
   auto* m = autograd::meta(*impl());
   if (!r && m && m->grad_fn)
     fail("requires_grad_(false): you can only change requires_grad of leaf tensors; this one "
@@ -174,7 +174,7 @@ Tensor& Tensor::requires_grad_(bool r) {
          ".to(kFloat)",
          dtype_name(dtype()));
   autograd::ensure_meta(*impl()).requires_grad = r;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 bool Tensor::is_leaf() const {
@@ -188,14 +188,14 @@ Tensor Tensor::grad() const {
   return m && m->grad ? Tensor(m->grad) : Tensor();
 }
 
-void Tensor::set_grad(const Tensor& g) {
+void Tensor::set_grad(const Tensor& g) const {
   if (g.defined() && g.shape() != shape())
     fail("set_grad: gradient of shape %s does not match the tensor's shape %s",
          shape_str(g.shape()), shape_str(shape()));
   autograd::ensure_meta(*impl()).grad = g.defined() ? g.impl() : nullptr;
 }
 
-void Tensor::retain_grad() {
+void Tensor::retain_grad() const {
   auto& m = autograd::ensure_meta(*impl());
   if (!m.grad_fn) return;  // leaves keep their grad anyway
   if (m.retains_grad) return;
@@ -214,17 +214,17 @@ void Tensor::backward(const Tensor& grad_output, std::optional<bool> retain_grap
 
 Tensor Tensor::detach() const { return Tensor(TensorImpl::alias_of(impl())); }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   if (auto* m = autograd::meta(*impl())) {
     m->grad_fn.reset();
     m->requires_grad = false;
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 int64_t Tensor::version() const { return need(*this, "version").group->version; }
 
-void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   if (!requires_grad())
     fail("register_hook: cannot register a hook on a tensor that doesn't require gradient");
   autograd::Hook h = [hook](const lazy::TensorImplPtr& g) -> lazy::TensorImplPtr {
@@ -326,8 +326,8 @@ std::string Tensor::toString() const {
 }
 
 // ---- in-place ----------------------------------------------------------------------------------
-Tensor& Tensor::copy_(const Tensor& src) { call_op(OpId::kCopy_, {*this, src}); return *this; }
-Tensor& Tensor::fill_(const Scalar& v) {
+Tensor& Tensor::copy_(const Tensor& src) const { call_op(OpId::kCopy_, {*this, src}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::fill_(const Scalar& v) const {
   if (defined()) {
     check_fits("fill_", v, dtype());
     const Scalar stored = v.converted_to(dtype());
@@ -335,13 +335,13 @@ Tensor& Tensor::fill_(const Scalar& v) {
     if (!stored.exact_in_double())
       return copy_(full({}, stored, TensorOptions().dtype(dtype()).device(device())));
     call_op(OpId::kFill_, {*this, wrap_scalar(stored)});
-    return *this;
+    return const_cast<Tensor&>(*this);
   }
   call_op(OpId::kFill_, {*this, wrap_scalar(v)});  // names the undefined operand
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::zero_() { call_op(OpId::kZero_, {*this}); return *this; }
-Tensor& Tensor::uniform_(double from, double to) {
+Tensor& Tensor::zero_() const { call_op(OpId::kZero_, {*this}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::uniform_(double from, double to) const {
   if (defined() && !is_floating(dtype()))
     fail("uniform_: not implemented for %s tensors (a %s); sample a float tensor and convert "
          "it, or use randint", dtype_name(dtype()), shape_str(shape()));
@@ -351,7 +351,7 @@ Tensor& Tensor::uniform_(double from, double to) {
   return copy_(rand(shape(), TensorOptions().dtype(dtype()).device(device())) * (to - from) +
                from);
 }
-Tensor& Tensor::normal_(double mean, double std) {
+Tensor& Tensor::normal_(double mean, double std) const {
   if (defined() && !is_floating(dtype()))
     fail("normal_: not implemented for %s tensors (a %s); sample a float tensor and convert it",
          dtype_name(dtype()), shape_str(shape()));
@@ -359,35 +359,35 @@ Tensor& Tensor::normal_(double mean, double std) {
   if (!defined()) return copy_(Tensor());
   return copy_(randn(shape(), TensorOptions().dtype(dtype()).device(device())) * std + mean);
 }
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   call_op(OpId::kAdd_, {*this, internal::scaled_by_alpha(*this, o, alpha, "add_")});
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::add_(const Scalar& o) { call_op(OpId::kAdd_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o) const { call_op(OpId::kAdd_, {*this, wrap_scalar(o)}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
   call_op(OpId::kSub_, {*this, internal::scaled_by_alpha(*this, o, alpha, "sub_")});
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::sub_(const Scalar& o) { call_op(OpId::kSub_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::mul_(const Tensor& o) { call_op(OpId::kMul_, {*this, o}); return *this; }
-Tensor& Tensor::mul_(const Scalar& o) { call_op(OpId::kMul_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::div_(const Tensor& o) { call_op(OpId::kDiv_, {*this, o}); return *this; }
-Tensor& Tensor::div_(const Scalar& o) { call_op(OpId::kDiv_, {*this, wrap_scalar(o)}); return *this; }
-Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
+Tensor& Tensor::sub_(const Scalar& o) const { call_op(OpId::kSub_, {*this, wrap_scalar(o)}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::mul_(const Tensor& o) const { call_op(OpId::kMul_, {*this, o}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::mul_(const Scalar& o) const { call_op(OpId::kMul_, {*this, wrap_scalar(o)}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::div_(const Tensor& o) const { call_op(OpId::kDiv_, {*this, o}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::div_(const Scalar& o) const { call_op(OpId::kDiv_, {*this, wrap_scalar(o)}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) const {
   call_op(OpId::kClamp_, {*this, wrap_scalar(lo), wrap_scalar(hi)});
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::relu_() { call_op(OpId::kRelu_, {*this}); return *this; }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+Tensor& Tensor::relu_() const { call_op(OpId::kRelu_, {*this}); return const_cast<Tensor&>(*this); }
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) const {
   if (!defined()) {
     call_op(OpId::kMaskedFill_, {*this, mask, wrap_scalar(v)});  // names the undefined operand
-    return *this;
+    return const_cast<Tensor&>(*this);
   }
   check_fits("masked_fill_", v, dtype());
   call_op(OpId::kMaskedFill_, {*this, mask, exact_operand(v.converted_to(dtype()), dtype(), device())});
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
+Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) const {
   // x.index_put_({mask}, v) and a multi-dim index pick this overload ({t} binds to a
   // Tensor); they mean LibTorch's indexing (sloth/indexing.h), which the op covers only for
   // a 1-d int64 index.
@@ -395,7 +395,7 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values) {
       (index.dtype() == DType::kBool || index.dtype() == DType::kUInt8 || index.dim() != 1))
     return index_put_(std::vector<indexing::TensorIndex>{index}, values);
   call_op(OpId::kIndexPut_, {*this, index, values});
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- members mirroring free functions ------------------------------------------------------------

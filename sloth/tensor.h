@@ -85,19 +85,19 @@ class Tensor {
 
   // ---- autograd ----
   bool requires_grad() const;
-  Tensor& requires_grad_(bool on = true);
+  Tensor& requires_grad_(bool on = true) const;
   bool is_leaf() const;
   Tensor grad() const;
-  void set_grad(const Tensor&);
-  void retain_grad();
+  void set_grad(const Tensor&) const;
+  void retain_grad() const;
   bool retains_grad() const;
   // retain_graph defaults to create_graph (LibTorch: an explicit false frees the graph).
   void backward(const Tensor& grad_output = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   int64_t version() const;
-  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
   // Leaves that require grad: `hook(leaf)` runs after each backward accumulates into
   // leaf.grad() (PyTorch's register_post_accumulate_grad_hook).
   void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
@@ -133,35 +133,37 @@ class Tensor {
   std::string toString() const;
 
   // ---- in-place: write through views, bump version() ----
-  Tensor& copy_(const Tensor& src);
+  // const, as in LibTorch: a Tensor is a handle, and writing its data does not change the
+  // handle (`for (const auto& p : params) p.sub_(...)` compiles there and here).
+  Tensor& copy_(const Tensor& src) const;
   // Numbers are Scalars (core/scalar.h): the kind written (2 vs 2.0) decides promotion, and
   // an in-place op refuses a result of a higher category than self (int64 add_(1.5)).
-  Tensor& fill_(const Scalar& value);  // stored as this dtype: 2.5 into int64 is 2
-  Tensor& zero_();
+  Tensor& fill_(const Scalar& value) const;  // stored as this dtype: 2.5 into int64 is 2
+  Tensor& zero_() const;
   // Fill with samples of U(from, to) / N(mean, std) in this tensor's dtype (floating only), as
   // a write: under NoGradGuard for a parameter, like every in-place op on a leaf.
-  Tensor& uniform_(double from = 0, double to = 1);
-  Tensor& normal_(double mean = 0, double std = 1);
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other);
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(const Scalar& other);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(const Scalar& other);
-  Tensor& clamp_(const Scalar& lo, const Scalar& hi);
-  Tensor& relu_();
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
-  Tensor& index_put_(const Tensor& index, const Tensor& values);
+  Tensor& uniform_(double from = 0, double to = 1) const;
+  Tensor& normal_(double mean = 0, double std = 1) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other) const;
+  Tensor& mul_(const Tensor& other) const;
+  Tensor& mul_(const Scalar& other) const;
+  Tensor& div_(const Tensor& other) const;
+  Tensor& div_(const Scalar& other) const;
+  Tensor& clamp_(const Scalar& lo, const Scalar& hi) const;
+  Tensor& relu_() const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  Tensor& index_put_(const Tensor& index, const Tensor& values) const;
   // LibTorch's indexing (sloth/indexing.h): x.index({Slice(), 0}) is Python's x[:, 0];
   // index_put_ assigns through the same indices (x[:, 0] = v).
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const;
 
   // ---- members mirroring the free functions ----
   Tensor add(const Tensor& o, const Scalar& alpha = 1) const;

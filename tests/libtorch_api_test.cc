@@ -250,6 +250,47 @@ TEST(TensorConveniences, CompoundOperatorsWriteInPlace) {
   expect_near(view, {3, 2.5, 1.75});   // through views, as add_ does
 }
 
+// In-place ops are const members, as in LibTorch (a Tensor is a handle): the manual update
+// loop over `const auto&` parameters compiles and writes the parameters.
+TEST(TensorConveniences, InPlaceOpsOnConstHandles) {
+  Tensor a = tensor({1.0, 2.0}).requires_grad_(), b = tensor({3.0}).requires_grad_();
+  (a * a).sum().backward();
+  (b * 4).sum().backward();
+  {
+    NoGradGuard g;
+    for (const auto& p : {a, b}) {
+      p.sub_(0.5 * p.grad());
+      p.grad().zero_();
+    }
+  }
+  expect_near(a, {0.0, 0.0});
+  expect_near(b, {1.0});
+  expect_near(a.grad(), {0.0, 0.0});
+  {
+    NoGradGuard g;
+    const Tensor& c = b;
+    c.mul_(3).add_(1);
+    expect_near(b, {4.0});
+    c.index_put_({0}, 7.0);
+  }
+  expect_near(b, {7.0});
+  const Tensor d = zeros({2}).requires_grad_();
+  d.register_hook([](const Tensor& g) { return g * 2; });
+  (d * 5).sum().backward();
+  expect_near(d.grad(), {10.0, 10.0});
+}
+
+// A braced list is 1-D even with one element, as in LibTorch; a number is 0-dim.
+TEST(TensorConveniences, OneElementBracedListIsOneDim) {
+  EXPECT_EQ(tensor({3.0}).shape(), (Shape{1}));
+  EXPECT_EQ(tensor({3.0}, kFloat64).shape(), (Shape{1}));
+  EXPECT_EQ(tensor({3.0}, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(tensor(3.0).shape(), (Shape{}));
+  EXPECT_EQ(tensor({}).shape(), (Shape{0}));
+  EXPECT_EQ(tensor({2.0}, Shape{}).shape(), (Shape{})) << "an explicit shape still wins";
+  EXPECT_EQ(tensor({1.0, 2}).shape(), (Shape{2}));
+}
+
 TEST(TensorConveniences, DimReductionsAndMaxWithIndices) {
   Tensor x = tensor({1, 5, 2, 7, 0, 3}, {2, 3});
   expect_near(x.sum(1), {8, 10});

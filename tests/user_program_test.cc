@@ -2,8 +2,11 @@
 // an LSTM classifier behind module holders, batches made on a data-loader thread and handed
 // over through a queue, Adam with weight decay, StepLR, torch::nn::utils::clip_grad_norm_ (a
 // double: it reads the norm), label smoothing, no mark_step, the loss read with item() every
-// step. They must give PyTorch 1.13's numbers; the expected values come from
-// tests/user_program_test.py.
+// step; a conv net whose modules are members by value (a Sequential with BatchNorm2d, read back
+// with ->as<>()), gradient accumulation over two micro-batches, SGD with Nesterov momentum, an
+// accuracy count with item<int64_t>() per micro-batch, then eval mode. They must give PyTorch
+// 1.13's numbers; the expected values come from tests/user_program_test.py and
+// tests/user_program_cnn.py.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -156,6 +159,92 @@ TEST(UserProgram, LstmClassifierWithLoaderThreadMatchesPyTorch) {
   expect_close(values(net->forward(b.tok)[0]),
                {0.121377669, 0.0949535072, 0.00824526697, 0.0893519223, 0.0295556542},
                "eval logits[0]", 2e-5);
+}
+
+struct ConvNet : sloth::nn::Module {
+  ConvNet() {
+    register_module("features", features);
+    register_module("drop", drop);
+    register_module("fc", fc);
+  }
+  sloth::Tensor forward(sloth::Tensor x) { return fc(drop(features->forward(x))); }
+  sloth::nn::Sequential features{
+      sloth::nn::Conv2d(sloth::nn::Conv2dOptions(1, 4, 3).padding(1)),
+      sloth::nn::BatchNorm2d(4), sloth::nn::ReLU(), sloth::nn::MaxPool2d(2), sloth::nn::Flatten()};
+  sloth::nn::Dropout drop{sloth::nn::DropoutOptions(0.0)};
+  sloth::nn::Linear fc{64, 3};
+};
+
+std::pair<sloth::Tensor, sloth::Tensor> images(int step, int half) {
+  std::vector<double> x(3 * 64);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = static_cast<double>(i);
+    x[i] = 0.5 * std::sin(0.13 * d + 0.7 * step + 1.9 * half) + 0.1 * std::cos(0.029 * d * d);
+  }
+  std::vector<int64_t> y;
+  for (int j = 0; j < 3; ++j) y.push_back((step + half + j) % 3);
+  return {sloth::tensor(x).reshape({3, 1, 8, 8}).to(sloth::kFloat),
+          sloth::tensor(std::vector<double>(y.begin(), y.end())).to(sloth::kLong)};
+}
+
+TEST(UserProgram, ConvNetByValueWithAccumulationMatchesPyTorch) {
+  ConvNet net;  // by value, as LibTorch's examples hold a module struct
+  {
+    sloth::NoGradGuard no_grad;
+    int k = 0;
+    for (auto& p : net.named_parameters()) {
+      const int64_t n = p.value().numel();
+      std::vector<double> v(n);
+      for (int64_t i = 0; i < n; ++i) v[i] = 0.3 * std::sin(0.41 * static_cast<double>(i) + k);
+      p.value().copy_(sloth::tensor(v).reshape(p.value().sizes()));
+      ++k;
+    }
+    EXPECT_EQ(k, 6);
+  }
+  sloth::optim::SGD opt(net.parameters(),
+                        sloth::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  std::vector<double> losses;
+  std::vector<int64_t> correct;
+  net.train();
+  for (int step = 0; step < 20; ++step) {
+    opt.zero_grad();
+    double total = 0;
+    int64_t right = 0;
+    for (int half = 0; half < 2; ++half) {
+      auto [x, y] = images(step, half);
+      auto out = net.forward(x);
+      auto loss = sloth::nn::functional::cross_entropy(out, y) / 2;
+      loss.backward();
+      total += loss.item<double>();
+      right += out.argmax(1).eq(y).sum().item<int64_t>();
+    }
+    opt.step();
+    losses.push_back(total);
+    correct.push_back(right);
+  }
+  expect_close(losses, {1.16941386, 1.24782681, 1.74043894, 1.42147297, 1.05504137, 1.01592135,
+                        1.06665146, 1.55754453, 1.33260608, 1.0434655, 0.991668612, 1.07550347,
+                        1.33884698, 1.17965513, 1.24333519, 1.16143996, 1.08966798, 1.07880217,
+                        1.14552832, 1.1616931},
+               "losses", 2e-5);
+  EXPECT_EQ(correct, (std::vector<int64_t>{1, 0, 0, 0, 4, 3, 1, 0, 0, 3, 6, 2, 0, 0, 0, 0, 4, 2,
+                                           0, 0}));
+  auto bn = net.features[1]->as<sloth::nn::BatchNorm2d>();
+  ASSERT_NE(bn, nullptr);
+  expect_close(values(bn->running_mean), {0.256062508, 0.278039068, 0.292369097, 0.23139511},
+               "running_mean", 2e-5);
+  expect_close(values(bn->running_var), {0.170644566, 0.27222082, 0.190011576, 0.194999173},
+               "running_var", 2e-5);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 40);
+  expect_close(values(net.fc->bias), {-0.221292511, -0.212421358, -0.215820059}, "fc.bias", 2e-5);
+
+  net.eval();
+  sloth::NoGradGuard no_grad;
+  auto [x, y] = images(50, 0);
+  expect_close(values(net.forward(x)),
+               {-0.20861946, -0.196237311, -0.220267266, -0.217336193, -0.202703118, -0.200977609,
+                -0.219479665, -0.230163097, -0.245071754},
+               "eval logits", 2e-5);
 }
 
 }  // namespace
