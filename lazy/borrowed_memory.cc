@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "lazy/scheduler.h"
 
 namespace sloth::lazy {
@@ -13,9 +14,15 @@ std::mutex& borrowed_mu() {
   static std::mutex mu;
   return mu;
 }
+// Every group sharing caller memory, with the memory.
 absl::flat_hash_map<AliasGroup*, StoragePtr>& borrowed() {
   static auto* m = new absl::flat_hash_map<AliasGroup*, StoragePtr>();
   return *m;
+}
+// Those of them written since they were made.
+absl::flat_hash_set<AliasGroup*>& written() {
+  static auto* s = new absl::flat_hash_set<AliasGroup*>();
+  return *s;
 }
 
 // dst (contiguous) = src, element by element of `bytes` each (any strides).
@@ -65,12 +72,19 @@ void borrow_memory(AliasGroup& g, StoragePtr memory) {
   std::lock_guard lock(borrowed_mu());
   g.borrowed = true;
   borrowed().emplace(&g, std::move(memory));
-  borrowed_group_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+void note_borrowed_write(AliasGroup& g) {
+  std::lock_guard lock(borrowed_mu());
+  if (written().insert(&g).second) borrowed_written_count.fetch_add(1, std::memory_order_relaxed);
 }
 
 void write_back_borrowed() {
   std::lock_guard lock(borrowed_mu());
-  for (auto& [g, memory] : borrowed()) write_back(*g, memory);
+  for (AliasGroup* g : written()) {
+    auto it = borrowed().find(g);
+    if (it != borrowed().end()) write_back(*g, it->second);
+  }
 }
 
 void borrowed_group_released(AliasGroup& g) {
@@ -81,8 +95,8 @@ void borrowed_group_released(AliasGroup& g) {
     if (it == borrowed().end()) return;
     memory = std::move(it->second);
     borrowed().erase(it);
+    if (written().erase(&g) != 0) borrowed_written_count.fetch_sub(1, std::memory_order_relaxed);
     g.borrowed = false;
-    borrowed_group_count.fetch_sub(1, std::memory_order_relaxed);
   }
   // A write not yet run: run it now (LibTorch's in-place op has written the memory by the
   // time the tensor goes). Not from inside a sync or on a data loader worker, which do not

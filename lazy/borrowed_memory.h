@@ -25,11 +25,15 @@ namespace sloth::lazy {
 // `g` (a new group whose value is a data leaf over `memory`, contiguous) shares caller memory.
 void borrow_memory(AliasGroup& g, StoragePtr memory);
 
-// The number of groups that share caller memory: the sync's check costs one load without.
-inline std::atomic<int> borrowed_group_count{0};
+// `g` (borrowed) was given a new value: a write the memory must receive. Only such groups are
+// visited at syncs, so many live from_blob tensors that are only read cost a sync nothing.
+void note_borrowed_write(AliasGroup& g);
 
-// Copies the value of every group sharing caller memory that a sync just computed into the
-// memory (end of sync_nodes).
+// The number of written groups that share caller memory: the sync's check is one load.
+inline std::atomic<int> borrowed_written_count{0};
+
+// Copies the value of every written group sharing caller memory that a sync (or a jit
+// replay) just computed into the memory (end of sync_nodes).
 void write_back_borrowed();
 
 // The last reference to `g` went (AliasGroup::release, before it drops its value).

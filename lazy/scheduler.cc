@@ -416,7 +416,7 @@ void sync_nodes(absl::Span<const NodePtr> roots_in, Device device) {
   counters().execute_s += seconds_since(t1);
   if (!st.ok()) throw Error(std::string(st.message()));
   for (size_t i = 0; i < g.roots.size(); ++i) g.roots[i]->materialize(std::move(outputs[i]));
-  if (borrowed_group_count.load(std::memory_order_relaxed) != 0) write_back_borrowed();
+  if (borrowed_written_count.load(std::memory_order_relaxed) != 0) write_back_borrowed();
   ++counters().graphs_executed;
   counters().kernels_launched += stats.kernels_launched;
   counters().row_blocked_steps += stats.row_blocked_steps;

@@ -274,6 +274,7 @@ NodePtr TensorImpl::value() {
 }
 
 void TensorImpl::write(NodePtr v) {
+  if (group->borrowed) [[unlikely]] note_borrowed_write(*group);
   if (!has_chain()) {
     group->value = std::move(v);
     ++group->version;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "core/error.h"
 #include "lazy/backend.h"
+#include "lazy/borrowed_memory.h"
 #include "lazy/graph.h"
 #include "lazy/metrics.h"
 #include "lazy/scheduler.h"
@@ -751,6 +752,7 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
         dst.layout.offset = out.layout.offset;
         dst.dtype = out.dtype;
         ++grp->version;
+        if (grp->borrowed) lazy::note_borrowed_write(*grp);
         continue;
       }
     }
@@ -759,6 +761,7 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     for (AliasGroup* grp : o.groups) {
       grp->value = n;
       ++grp->version;
+      if (grp->borrowed) lazy::note_borrowed_write(*grp);
     }
     for (int32_t k : o.returns) (*outs)[k] = Tensor(TensorImpl::make(n, r.device));
   }
@@ -766,6 +769,8 @@ bool Core::Impl::replay(Record& r, absl::Span<const Tensor* const> args, std::ve
     r.exe->recycle_all(absl::MakeSpan(r.recycled));
     r.recycled.clear();
   }
+  // from_blob memory the step wrote (lazy/borrowed_memory.h), as a sync copies it.
+  if (lazy::borrowed_written_count.load(std::memory_order_relaxed) != 0) lazy::write_back_borrowed();
   ++stats.calls;
   ++stats.replays;
   stats.last_replayed = true;

@@ -354,6 +354,26 @@ TEST(StepJit, ReadOnlyStateKeepsItsData) {
   EXPECT_EQ(step.stats().replays, 4) << step.stats().to_string();
 }
 
+// State over caller memory (from_blob) that the step writes: each call, replayed or traced,
+// leaves the new value in the memory, as a sync does (lazy/borrowed_memory.h).
+TEST(StepJit, ReplayWritesFromBlobStateIntoItsMemory) {
+  std::vector<float> acc = {1, 2, 3};
+  Tensor a = from_blob(acc.data(), {3}, kFloat32);
+  auto step = jit([&](const Tensor& x) {
+    a.add_(x);
+    return a * 1.0;
+  });
+  Tensor x = tensor({1.0, 10.0, 100.0});
+  mark_step();
+  for (int i = 1; i <= 6; ++i) {
+    Tensor got = step(x);
+    EXPECT_FLOAT_EQ(got.to_vector<float>()[2], 3.0f + 100.0f * i) << "call " << i;
+    EXPECT_EQ(acc, (std::vector<float>{1.0f + i, 2.0f + 10.0f * i, 3.0f + 100.0f * i}))
+        << "call " << i << " " << step.stats().to_string();
+  }
+  EXPECT_GE(step.stats().replays, 1) << step.stats().to_string();
+}
+
 // A replay hands every binding to the executable as its own (run_donating), so an operand
 // whose buffer only the argument tensor holds looks one reference away from dead to the
 // run. The argument and the read-only state must still keep their data: the elementwise
