@@ -1,6 +1,8 @@
 #include "lazy/borrowed_memory.h"
 
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -101,9 +103,18 @@ void borrowed_group_released(AliasGroup& g) {
   // A write not yet run: run it now (LibTorch's in-place op has written the memory by the
   // time the tensor goes). Not from inside a sync or on a data loader worker, which do not
   // sync; a sync in progress computes every listed group's value anyway.
+  // This runs in a destructor: a failing run (an index out of range found by the kernel)
+  // cannot throw from here, so it is reported and the memory keeps its old values.
   if (g.value && !g.value->materialized() && can_sync_here()) {
     NodePtr v = g.value;
-    sync_nodes({&v, 1}, g.device);
+    try {
+      sync_nodes({&v, 1}, g.device);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "[sloth] from_blob: the write into the caller's memory, run when its last "
+                   "tensor went, failed; the memory keeps its old values: %s\n",
+                   e.what());
+    }
   }
   write_back(g, memory);
   g.value.reset();

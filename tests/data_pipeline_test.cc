@@ -334,6 +334,12 @@ TEST(DataPipeline, FromBlobWritesReachTheMemory) {
   sloth::Tensor r = sloth::tensor({1.0, 2.0, 3.0}) * 2;
   sloth::from_blob(out.data(), {3}, sloth::kFloat).copy_(r);
   EXPECT_EQ(out, (std::vector<float>{2, 4, 6}));
+
+  // A write whose run fails when the tensor goes (an index out of range, found by the
+  // kernel) cannot throw from the destructor: it is reported, and the memory is unchanged.
+  sloth::Tensor bad = sloth::zeros({3}).index_select(0, sloth::tensor({7.0}).to(sloth::kLong));
+  sloth::from_blob(out.data(), {1}, sloth::kFloat).copy_(bad);
+  EXPECT_EQ(out, (std::vector<float>{2, 4, 6}));
 }
 }  // namespace
 
